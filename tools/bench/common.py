@@ -1,0 +1,157 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Shared plumbing of the benchmark sections.
+
+Every measured row runs in a child process of its own so that its peak RSS
+(``ru_maxrss`` from ``wait4``) belongs to that row alone, and so that
+eventlet's monkey-patching in one row cannot leak into the next. Sections
+put their rows and ratios in one ``Report``; ratios are computed from rows
+measured in the same run, because this machine is too noisy for numbers
+taken at different times to be compared.
+"""
+
+import json
+import operator
+import os
+import subprocess
+import sys
+import time
+
+_SUFFIXES = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
+_OPS = {'>=': operator.ge, '<=': operator.le}
+MIB = float(1 << 20)
+
+
+def parse_size(text):
+    """Parse '1G', '256M', '4096' (sheepdog CLI suffixes) into bytes."""
+    text = text.strip().upper().rstrip('B') or '0'
+    suffix = text[-1] if text[-1] in _SUFFIXES else ''
+    number = text[:-1] if suffix else text
+    return int(float(number) * _SUFFIXES[suffix])
+
+
+def run_worker(argv, env=None, timeout=600, stdin=None):
+    """Run ``python argv...`` and return (result, peak_rss_mib, wall_s).
+
+    The worker prints one JSON object as its last stdout line. A worker
+    that fails raises RuntimeError with its stderr, so a broken row is
+    never reported as a number.
+    """
+    child_env = dict(os.environ)
+    child_env.update(env or {})
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable] + list(argv), env=child_env,
+                            stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise RuntimeError('worker %s timed out after %ss' % (argv, timeout))
+    # communicate() already reaped the child; the rusage of the last
+    # reaped child is what RUSAGE_CHILDREN cannot give per child, so the
+    # worker reports its own peak (ru_maxrss of RUSAGE_SELF) instead.
+    wall = time.monotonic() - start
+    if proc.returncode != 0:
+        raise RuntimeError('worker %s failed (exit %s):\n%s'
+                           % (argv, proc.returncode,
+                              err.decode('utf-8', 'replace')))
+    lines = [line for line in out.decode().splitlines() if line.strip()]
+    if not lines:
+        raise RuntimeError('worker %s printed no result' % (argv,))
+    result = json.loads(lines[-1])
+    return result, result.get('peak_rss_mib'), wall
+
+
+def peak_rss_mib():
+    """This process's peak RSS so far, in MiB (Linux reports KiB)."""
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def current_rss_mib():
+    """This process's RSS now, in MiB, from /proc (no psutil needed)."""
+    with open('/proc/self/statm') as statm:
+        pages = int(statm.read().split()[1])
+    return pages * os.sysconf('SC_PAGE_SIZE') / MIB
+
+
+def emit(result):
+    """Worker side: print the result with this process's peak RSS."""
+    result.setdefault('peak_rss_mib', round(peak_rss_mib(), 1))
+    sys.stdout.write(json.dumps(result) + '\n')
+    sys.stdout.flush()
+
+
+class Report(object):
+    """Rows, ratios and their targets of one benchmark run."""
+
+    def __init__(self):
+        self.rows = {}
+        self.ratios = {}
+        self.targets = {}
+        self.notes = []
+
+    def add_row(self, section, name, **metrics):
+        self.rows[name] = dict(metrics, section=section)
+
+    def add_ratio(self, name, value, op=None, bound=None):
+        self.ratios[name] = value
+        if op is not None:
+            self.targets[name] = {'op': op, 'bound': bound,
+                                  'met': bool(_OPS[op](value, bound))}
+
+    def note(self, text):
+        self.notes.append(text)
+
+    def missed(self):
+        return sorted(n for n, t in self.targets.items() if not t['met'])
+
+    def as_dict(self, meta):
+        return {'meta': meta, 'rows': self.rows, 'ratios': self.ratios,
+                'targets': self.targets, 'notes': self.notes}
+
+    def print_table(self, out=sys.stdout):
+        """The readable side of the run: rows, then ratios with targets."""
+        metric_names = []
+        for metrics in self.rows.values():
+            for key in metrics:
+                if key != 'section' and key not in metric_names:
+                    metric_names.append(key)
+        width = max([len(n) for n in self.rows] + [4])
+        out.write('\n%-*s  %-12s %s\n' % (width, 'row', 'section',
+                                          '  '.join(metric_names)))
+        for name, metrics in self.rows.items():
+            cells = ['%s=%s' % (k, _fmt(metrics[k]))
+                     for k in metric_names if k in metrics]
+            out.write('%-*s  %-12s %s\n' % (width, name, metrics['section'],
+                                            '  '.join(cells)))
+        width = max([len(n) for n in self.ratios] + [5])
+        out.write('\n%-*s  %12s  %s\n' % (width, 'ratio', 'value', 'target'))
+        for name, value in self.ratios.items():
+            target = self.targets.get(name)
+            verdict = ''
+            if target:
+                verdict = '%s %s  %s' % (target['op'], _fmt(target['bound']),
+                                         'ok' if target['met'] else 'MISSED')
+            out.write('%-*s  %12s  %s\n' % (width, name, _fmt(value),
+                                            verdict))
+        for text in self.notes:
+            out.write('note: %s\n' % text)
+        out.flush()
+
+
+def _fmt(value):
+    if isinstance(value, float):
+        return '%.3g' % value if abs(value) < 100 else '%.0f' % value
+    return str(value)
