@@ -1,0 +1,1314 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A stand-in for the sheepdog ``dog``/``collie`` CLI over local files.
+
+TEST AND DEMO TOOLING ONLY. Sheepdog cannot be installed on the machines
+this project is tested on, so the driver's tests and the benchmark run
+against this emulator. Production uses a real sheepdog cluster and its real
+``dog``; nothing here is shipped or used as a storage backend.
+
+It answers the subcommands the glance_store drivers use (``vdi create``,
+``list``, ``read``, ``write``, ``delete``, ``resize``, ``cluster info``,
+``node list``) with the syntax, output formats, exit codes and stderr
+messages of sheepdog 1.0's ``dog`` (see doc/source/emulator.rst), so that a
+driver written against it behaves the same against the real CLI.
+
+Why it is built this way:
+
+* Interpreter start-up is paid on every call (the Pike driver spawns one
+  process per 64 MiB chunk), so it is stdlib only, runs under
+  ``python3 -S -E`` and imports json, fcntl or select only on the paths
+  that need them; reads and writes import nothing at all.
+* It must not be the bottleneck of the benchmark: reads go to stdout with
+  ``os.sendfile`` and writes come from stdin with ``os.splice`` (zero
+  copy through the page cache), with plain read/write fallbacks.
+* Several ``vdi write`` processes may write disjoint ranges of one VDI at
+  once: data goes to one sparse file per VDI with positioned writes, and
+  only create/delete/resize/list take the cluster's lock.
+* Faults and latency come from ``<cluster>/knobs.json``, read on every
+  call, so a test can change a cluster while a driver uses it.
+
+Layout under the root (``SHEEPDOG_EMULATOR_ROOT``, or baked into the
+wrapper scripts by ``install_wrappers``)::
+
+    <root>/calls.log                 one line per call (its argv)
+    <root>/<addr>:<port>/cluster.json
+    <root>/<addr>:<port>/knobs.json  optional
+    <root>/<addr>:<port>/DOWN        present: the daemon is "down"
+    <root>/<addr>:<port>/vdis/<enc>  sparse data file, size = VDI size
+    <root>/<addr>:<port>/meta/<enc>  JSON sidecar: vid, ctime, copies...
+"""
+
+import os
+import sys
+import time
+
+PROG_VERSION = '1.0.1 (emulator)'
+DEFAULT_ADDR = '127.0.0.1'
+DEFAULT_PORT = 7000
+DEFAULT_SHIFT = 22  # 4 MiB objects
+OLD_MAX_DATA_OBJS = 1 << 20
+MAX_DATA_OBJS = 1 << 32
+SD_MAX_VDI_LEN = 256
+SD_NR_VDIS = 1 << 24
+SD_MAX_COPIES = 31
+NR_VNODES = 128
+
+EXIT_SUCCESS = 0
+EXIT_FAILURE = 1
+EXIT_SYSFAIL = 2
+EXIT_USAGE = 64
+
+NEED_ARG = 1
+NEED_NODELIST = 2
+
+OPS = ('create', 'list', 'read', 'write', 'delete', 'resize', 'info',
+       'node')
+# knob name -> type; every knob can also be set by the environment
+# variable SHEEPDOG_EMULATOR_<NAME>, which wins over knobs.json.
+KNOBS = {
+    'latency_ms': float,
+    'object_service_ms': float,
+    'fail_after_bytes': int,
+    'fail_at_offset': int,
+    'short_bytes': int,
+    'fail_ops': list,
+    'fault_vdi': str,
+}
+for _op in OPS:
+    KNOBS[_op + '_latency_ms'] = float
+del _op
+
+_IO_ERROR = 'I/O error'
+_NO_VDI = 'No VDI found'
+_CHUNK = 1 << 30
+_COPY_BUF = 1 << 20
+
+
+class Exit(Exception):
+    """Leave main() with this exit status (messages already written)."""
+
+    def __init__(self, code):
+        Exception.__init__(self, code)
+        self.code = code
+
+
+def _encode(text):
+    return text.encode('utf-8', 'surrogateescape')
+
+
+def err(msg):
+    os.write(2, _encode(msg + '\n'))
+
+
+def out(text):
+    data = _encode(text)
+    while data:
+        done = os.write(1, data)
+        data = data[done:]
+
+
+# -- sizes, names and addresses -------------------------------------------
+
+_SIZE_SHIFT = {'': 0, 'b': 0, 'k': 10, 'm': 20, 'g': 30, 't': 40, 'p': 50}
+
+
+def parse_size(text):
+    """Parse a size the way dog's option_parse_size does, or None."""
+    body = text.strip()
+    suffix = ''
+    if body and body[-1].lower() in _SIZE_SHIFT:
+        suffix = body[-1].lower()
+        body = body[:-1]
+    try:
+        value = float(body)
+    except ValueError:
+        return None
+    if value < 0 or value != value or value == float('inf'):
+        return None
+    return int(value * (1 << _SIZE_SHIFT[suffix]))
+
+
+def size_or_usage(text):
+    size = parse_size(text)
+    if size is None:
+        err("Invalid size '%s'" % text)
+        err('You may use k, M, G, T or P suffixes for kilobytes, '
+            'megabytes, gigabytes, terabytes and petabytes.')
+        raise Exit(EXIT_USAGE)
+    return size
+
+
+def strnumber(size, raw):
+    if raw:
+        return '%d' % size
+    units = ('MB', 'GB', 'TB', 'PB', 'EB', 'ZB', 'YB')
+    value = size / 1048576.0
+    i = 0
+    while i < len(units) - 1 and value >= 1024:
+        i += 1
+        value /= 1024
+    if value >= 10:
+        return '%.0f %s' % (value, units[i])
+    return '%.1f %s' % (value, units[i])
+
+
+def fnv1a64(data):
+    hval = 0xcbf29ce484222325
+    for byte in data:
+        hval ^= byte
+        hval = (hval * 0x100000001b3) & 0xffffffffffffffff
+    return hval
+
+
+_SAFE = frozenset('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+                  '0123456789-_.')
+
+
+def encode_name(name):
+    """A file name for a VDI name: reversible, no '/', never hidden."""
+    raw = _encode(name)
+    parts = []
+    for byte in raw:
+        char = chr(byte)
+        parts.append(char if char in _SAFE else '%%%02X' % byte)
+    enc = ''.join(parts)
+    if enc.startswith('.'):
+        enc = '%2E' + enc[1:]
+    if len(enc) > 200:
+        enc = '%s~%016x' % (enc[:150], fnv1a64(raw))
+    return enc
+
+
+def vdi_name(text):
+    """sheepdog copies names into a 256-byte field: 255 bytes survive."""
+    raw = _encode(text)[:SD_MAX_VDI_LEN - 1]
+    return raw.decode('utf-8', 'surrogateescape')
+
+
+def _is_ip(text):
+    if ':' in text:
+        return all(c in '0123456789abcdefABCDEF:.' for c in text) and \
+            text.count(':') >= 2
+    parts = text.split('.')
+    if len(parts) != 4:
+        return False
+    for part in parts:
+        if not part.isdigit() or len(part) > 3 or int(part) > 255:
+            return False
+    return True
+
+
+def addr_to_str(addr, port):
+    if ':' in addr:
+        return '[%s]:%d' % (addr, port)
+    return '%s:%d' % (addr, port)
+
+
+# -- on-disk cluster -------------------------------------------------------
+
+def cluster_dir(root, addr, port):
+    return os.path.join(root, addr_to_str(addr, int(port)))
+
+
+def _read_json(path, default=None):
+    try:
+        with open(path, 'rb') as src:
+            data = src.read()
+    except (IOError, OSError):
+        return default
+    if not data.strip():
+        return default
+    import json
+    return json.loads(data.decode('utf-8'))
+
+
+def _write_json(path, obj):
+    import json
+    tmp = '%s.tmp-%d' % (path, os.getpid())
+    with open(tmp, 'w') as dst:
+        json.dump(obj, dst, sort_keys=True)
+    os.rename(tmp, path)
+
+
+class Cluster(object):
+    """One emulated cluster: the directory of one addr:port."""
+
+    def __init__(self, root, addr, port):
+        self.root = root
+        self.addr = addr
+        self.port = int(port)
+        self.path = cluster_dir(root, addr, port) if root else None
+        self._lock_fd = None
+
+    def is_up(self):
+        return bool(self.path) and os.path.isdir(self.path) and \
+            not os.path.exists(os.path.join(self.path, 'DOWN'))
+
+    def info(self):
+        info = _read_json(os.path.join(self.path, 'cluster.json'), {})
+        info.setdefault('ctime', int(os.stat(self.path).st_mtime))
+        info.setdefault('copies', 1)
+        info.setdefault('block_size_shift', DEFAULT_SHIFT)
+        info.setdefault('nodes', [addr_to_str(self.addr, self.port)])
+        return info
+
+    def data_path(self, name):
+        return os.path.join(self.path, 'vdis', encode_name(name))
+
+    def meta_path(self, name):
+        return os.path.join(self.path, 'meta', encode_name(name))
+
+    def meta(self, name):
+        meta = _read_json(self.meta_path(name), None) or {}
+        meta.setdefault('name', name)
+        meta.setdefault('vid', fnv1a64(_encode(name)) & (SD_NR_VDIS - 1))
+        meta.setdefault('ctime', 0)
+        meta.setdefault('copies', '1')
+        meta.setdefault('block_size_shift', DEFAULT_SHIFT)
+        meta.setdefault('tag', '')
+        return meta
+
+    def lock(self, exclusive):
+        import fcntl
+        self._lock_fd = os.open(os.path.join(self.path, 'lock'),
+                                os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self._lock_fd,
+                    fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+
+    def unlock(self):
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def names(self):
+        try:
+            entries = os.listdir(os.path.join(self.path, 'meta'))
+        except OSError:
+            return []
+        names = []
+        for entry in entries:
+            if '.tmp-' in entry:
+                continue
+            meta = _read_json(os.path.join(self.path, 'meta', entry), None)
+            if meta and os.path.exists(self.data_path(meta['name'])):
+                names.append(meta['name'])
+        return names
+
+    def create(self, name, size, copies, shift, prealloc=False):
+        """Create a VDI; False when the name exists. Caller holds lock."""
+        data = self.data_path(name)
+        if os.path.exists(data):
+            return False
+        used = set(self.meta(n)['vid'] for n in self.names())
+        vid = fnv1a64(_encode(name)) & (SD_NR_VDIS - 1)
+        while vid in used:
+            vid = (vid + 1) & (SD_NR_VDIS - 1)
+        _write_json(self.meta_path(name), {
+            'name': name, 'vid': vid, 'ctime': int(time.time()),
+            'copies': copies, 'block_size_shift': shift, 'tag': '',
+            'prealloc': bool(prealloc)})
+        tmp = '%s.tmp-%d' % (data, os.getpid())
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+        os.rename(tmp, data)  # the commit point: the VDI now exists
+        return True
+
+    def delete(self, name):
+        try:
+            os.unlink(self.data_path(name))
+        except OSError:
+            return False
+        try:
+            os.unlink(self.meta_path(name))
+        except OSError:
+            pass
+        return True
+
+
+def used_bytes(path, size, shift, prealloc):
+    """Bytes of the objects that hold data, as sheepdog reports 'used'."""
+    obj = 1 << shift
+    if prealloc:
+        return (size + obj - 1) // obj * obj
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        count = 0
+        next_obj = 0
+        pos = 0
+        while pos < size:
+            try:
+                start = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:
+                break
+            end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+            if end <= start:
+                break
+            first = max(start // obj, next_obj)
+            last = (end - 1) // obj
+            if last >= first:
+                count += last - first + 1
+                next_obj = last + 1
+            pos = end
+        return count * obj
+    finally:
+        os.close(fd)
+
+
+# -- knobs -----------------------------------------------------------------
+
+def _coerce(kind, value):
+    if kind is list:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(',') if v.strip()]
+        return list(value or [])
+    if value is None or value == '':
+        return None
+    return kind(value)
+
+
+def load_knobs(cluster):
+    knobs = {}
+    if cluster.path:
+        knobs = _read_json(os.path.join(cluster.path, 'knobs.json'), {})
+    for name, kind in KNOBS.items():
+        env = os.environ.get('SHEEPDOG_EMULATOR_' + name.upper())
+        if env is not None:
+            knobs[name] = env
+    result = {}
+    for name, value in knobs.items():
+        if name in KNOBS:
+            result[name] = _coerce(KNOBS[name], value)
+    return result
+
+
+# -- the command line ------------------------------------------------------
+
+COMMON_OPTS = {
+    'a': ('address', True, 'specify the daemon address (default: '
+          'localhost)'),
+    'p': ('port', True, 'specify the daemon port'),
+    'r': ('raw', False, 'raw output mode: omit headers, separate fields '
+          'with\n                          single spaces and print all '
+          'sizes in decimal bytes'),
+    'v': ('verbose', False, 'print more information than default'),
+    'h': ('help', False, 'display this help and exit'),
+    'T': ('time', False, 'show elapsed time'),
+}
+VDI_OPTS = {
+    'P': ('prealloc', False, 'preallocate all the data objects'),
+    's': ('snapshot', True, 'specify a snapshot id or tag name'),
+    'w': ('writeback', False, 'use writeback mode'),
+    'c': ('copies', True, 'specify the data redundancy level'),
+    'y': ('hyper', False, 'create a hyper volume'),
+    'o': ('oid', True, 'specify the object id of the tracking object'),
+    'z': ('block_size_shift', True, 'specify the bit shift num for data '
+          'object size'),
+}
+
+
+class Context(object):
+
+    def __init__(self, prog, root, cmd, sub, spec):
+        self.prog = prog
+        self.root = root
+        self.cmd = cmd
+        self.sub = sub
+        self.spec = spec
+        self.addr = DEFAULT_ADDR
+        self.port = DEFAULT_PORT
+        self.raw = False
+        self.verbose = False
+        self.opts = {}
+        self.args = []
+        self.cluster = None
+        self.knobs = {}
+
+    def op(self):
+        return self.cmd == 'vdi' and self.sub or self.cmd == 'node' and \
+            'node' or 'info'
+
+
+def _option(ch):
+    return COMMON_OPTS.get(ch) or VDI_OPTS[ch]
+
+
+def subcommand_usage(ctx, status):
+    name, arg, opts, desc, flags, func = ctx.spec
+    lines = ['Usage: %s %s %s' % (ctx.prog, ctx.cmd, ctx.sub)]
+    for ch in opts:
+        long_name, has_arg = _option(ch)[:2]
+        if has_arg:
+            lines[0] += ' [-%s %s]' % (ch, long_name)
+        else:
+            lines[0] += ' [-%s]' % ch
+    if arg:
+        lines[0] += ' ' + arg
+    lines.append('Options:')
+    for ch in opts:
+        long_name, has_arg, text = _option(ch)
+        lines.append('  %-24s%s' % ('-%s, --%s' % (ch, long_name), text))
+    out('\n'.join(lines) + '\n')
+    raise Exit(status)
+
+
+def usage(prog, status):
+    if status:
+        err("Try '%s --help' for more information." % prog)
+        raise Exit(status)
+    lines = ['Sheepdog administrator utility (version %s)' % PROG_VERSION,
+             'Usage: %s <command> <subcommand> [options]' % prog, '',
+             'Available commands:']
+    for cmd, subs in COMMANDS:
+        for spec in subs:
+            lines.append('  %-24s%s' % ('%s %s' % (cmd, spec[0]), spec[3]))
+    lines += ['', "For more information, run "
+              "'%s <command> <subcommand> --help'." % prog]
+    out('\n'.join(lines) + '\n')
+    raise Exit(0)
+
+
+def _set_option(ctx, ch, value):
+    if ch == 'h':
+        subcommand_usage(ctx, EXIT_SUCCESS)
+    elif ch == 'a':
+        if not _is_ip(value):
+            err('Invalid ip address %s' % value)
+            raise Exit(EXIT_FAILURE)
+        ctx.addr = value
+    elif ch == 'p':
+        if not value.isdigit() or not 1 <= int(value) <= 65535:
+            err("Invalid port number '%s'" % value)
+            raise Exit(EXIT_USAGE)
+        ctx.port = int(value)
+    elif ch == 'r':
+        ctx.raw = True
+    elif ch == 'v':
+        ctx.verbose = True
+    elif ch == 'c':
+        ctx.opts['c'] = _parse_copies(value)
+    elif ch == 'z':
+        try:
+            shift = int(value)
+        except ValueError:
+            shift = 0
+        if shift > 31:
+            err('Object Size is limited to 2^31. Please set shift bit '
+                'lower than 31')
+            raise Exit(EXIT_FAILURE)
+        if shift < 20:
+            err('Object Size is larger than 2^20. Please set shift bit '
+                'larger than 20')
+            raise Exit(EXIT_FAILURE)
+        ctx.opts['z'] = shift
+    elif ch == 's':
+        if value.isdigit() and int(value) == 0:
+            err('The snapshot id must be larger than zero')
+            raise Exit(EXIT_FAILURE)
+        ctx.opts['s'] = value
+    else:
+        ctx.opts[ch] = value if value is not None else True
+
+
+def _parse_copies(value):
+    data, sep, parity = value.partition(':')
+    ok = data.isdigit()
+    if ok and sep:
+        ok = (int(data) in (2, 4, 8, 16) and parity.isdigit() and
+              1 <= int(parity) <= 15)
+    elif ok:
+        ok = 1 <= int(data) <= SD_MAX_COPIES
+    if not ok:
+        err('Invalid parameter %s\n'
+            'To create replicated vdi, set -c x\n'
+            '  x(1 to %d)   - number of replicated copies\n'
+            'To create erasure coded vdi, set -c x:y\n'
+            '  x(2,4,8,16)  - number of data strips\n'
+            '  y(1 to 15)   - number of parity strips' % (value,
+                                                          SD_MAX_COPIES))
+        raise Exit(EXIT_FAILURE)
+    return value
+
+
+def parse_options(ctx, argv):
+    """GNU getopt_long with permutation, as dog uses it."""
+    allowed = ctx.spec[2]
+    longs = dict((_option(ch)[0], ch) for ch in allowed)
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg == '--':
+            ctx.args.extend(argv[i:])
+            break
+        if arg.startswith('--'):
+            name, eq, value = arg[2:].partition('=')
+            matches = [n for n in longs if n.startswith(name)]
+            if name in longs:
+                matches = [name]
+            if len(matches) != 1:
+                err("%s: %s option '%s'" % (
+                    ctx.prog, 'unrecognized' if not matches else
+                    'ambiguous', arg))
+                usage(ctx.prog, EXIT_USAGE)
+            ch = longs[matches[0]]
+            if _option(ch)[1]:
+                if not eq:
+                    if i >= len(argv):
+                        err("%s: option '--%s' requires an argument"
+                            % (ctx.prog, matches[0]))
+                        usage(ctx.prog, EXIT_USAGE)
+                    value = argv[i]
+                    i += 1
+            elif eq:
+                err("%s: option '--%s' doesn't allow an argument"
+                    % (ctx.prog, matches[0]))
+                usage(ctx.prog, EXIT_USAGE)
+            else:
+                value = None
+            _set_option(ctx, ch, value)
+        elif arg.startswith('-') and len(arg) > 1:
+            j = 1
+            while j < len(arg):
+                ch = arg[j]
+                j += 1
+                if ch not in allowed:
+                    err("%s: invalid option -- '%s'" % (ctx.prog, ch))
+                    usage(ctx.prog, EXIT_USAGE)
+                value = None
+                if _option(ch)[1]:
+                    value = arg[j:]
+                    j = len(arg)
+                    if not value:
+                        if i >= len(argv):
+                            err("%s: option requires an argument -- '%s'"
+                                % (ctx.prog, ch))
+                            usage(ctx.prog, EXIT_USAGE)
+                        value = argv[i]
+                        i += 1
+                _set_option(ctx, ch, value)
+        else:
+            ctx.args.append(arg)
+
+
+# -- fault and latency knobs ------------------------------------------------
+
+def _sleep_ms(ms):
+    if ms and ms > 0:
+        time.sleep(ms / 1000.0)
+
+
+def _faulty(ctx, name):
+    target = ctx.knobs.get('fault_vdi')
+    return not target or target == name
+
+
+def call_latency(ctx):
+    knobs = ctx.knobs
+    _sleep_ms((knobs.get('latency_ms') or 0) +
+              (knobs.get(ctx.op() + '_latency_ms') or 0))
+
+
+def failing_op(ctx, name=None):
+    return ctx.op() in (ctx.knobs.get('fail_ops') or ()) and \
+        _faulty(ctx, name)
+
+
+def transfer_limit(ctx, name, offset, total, reading):
+    """(bytes to move, fail afterwards?) under the fault knobs."""
+    if not _faulty(ctx, name):
+        return total, False
+    knobs = ctx.knobs
+    limit, fail = total, False
+    after = knobs.get('fail_after_bytes')
+    if after is not None and after < limit:
+        limit, fail = max(after, 0), True
+    at = knobs.get('fail_at_offset')
+    if at is not None and offset <= at < offset + limit:
+        limit, fail = at - offset, True
+    short = knobs.get('short_bytes')
+    if reading and short is not None and short < limit:
+        limit, fail = max(short, 0), False
+    return limit, fail
+
+
+# -- subcommands -----------------------------------------------------------
+
+def connect_error(ctx):
+    err('failed to connect to %s:%d: Connection refused'
+        % (ctx.addr, ctx.port))
+    if not ctx.root:
+        err('(sheepdog emulator: SHEEPDOG_EMULATOR_ROOT is not set, so no '
+            'cluster answers)')
+
+
+def open_error(name, reason, snapshot=None):
+    snap_id, tag = 0, ''
+    if snapshot:
+        if snapshot.isdigit():
+            snap_id = int(snapshot)
+        else:
+            tag = snapshot
+    err('Failed to open VDI %s (snapshot id: %d snapshot tag: %s): %s'
+        % (name, snap_id, tag, reason))
+
+
+def _open_vdi(ctx, name, flags):
+    """fd of the VDI's data file, or the real 'cannot open' failure."""
+    if not ctx.cluster.is_up():
+        connect_error(ctx)
+        open_error(name, _IO_ERROR, ctx.opts.get('s'))
+        raise Exit(EXIT_FAILURE)
+    call_latency(ctx)
+    if ctx.opts.get('s'):
+        open_error(name, _NO_VDI, ctx.opts.get('s'))
+        raise Exit(EXIT_FAILURE)
+    try:
+        return os.open(ctx.cluster.data_path(name), flags)
+    except OSError:
+        open_error(name, _NO_VDI)
+        raise Exit(EXIT_FAILURE)
+
+
+def _range_args(ctx):
+    offset, total = 0, None
+    if len(ctx.args) > 1:
+        offset = size_or_usage(ctx.args[1])
+        if len(ctx.args) > 2:
+            total = size_or_usage(ctx.args[2])
+    return offset, total
+
+
+def _data_oid(ctx, name, pos):
+    meta = ctx.cluster.meta(name)
+    return (meta['vid'] << 32) | (pos >> meta['block_size_shift'])
+
+
+def _wait(fd, writable):
+    import select
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT if writable else select.POLLIN)
+    poller.poll()
+
+
+def _died_of_sigpipe():
+    import signal
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGPIPE)
+    raise Exit(EXIT_SYSFAIL)
+
+
+def send_range(src, pos, count):
+    """Copy count bytes of src from pos to stdout; returns bytes sent."""
+    sent = 0
+    use_sendfile = True
+    while sent < count:
+        want = min(count - sent, _CHUNK)
+        try:
+            if use_sendfile:
+                done = os.sendfile(1, src, pos + sent, want)
+            else:
+                data = os.pread(src, min(want, _COPY_BUF), pos + sent)
+                if not data:
+                    break
+                done = os.write(1, data)
+        except BlockingIOError:
+            _wait(1, True)
+            continue
+        except BrokenPipeError:
+            _died_of_sigpipe()
+        except OSError as exc:
+            if use_sendfile and exc.errno in (22, 38, 95):
+                use_sendfile = False
+                continue
+            raise
+        if done == 0:
+            break
+        sent += done
+    return sent
+
+
+def recv_range(dst, pos, count):
+    """Copy up to count bytes of stdin into dst at pos; stops at EOF."""
+    got = 0
+    st_mode = os.fstat(0).st_mode
+    use_splice = hasattr(os, 'splice') and (st_mode & 0o170000) == 0o010000
+    while got < count:
+        want = min(count - got, _CHUNK)
+        try:
+            if use_splice:
+                done = os.splice(0, dst, want, offset_dst=pos + got)
+            else:
+                data = os.read(0, min(want, _COPY_BUF))
+                done = len(data)
+                view = memoryview(data)
+                written = 0
+                while written < done:
+                    written += os.pwrite(dst, view[written:],
+                                         pos + got + written)
+        except BlockingIOError:
+            _wait(0, False)
+            continue
+        except OSError as exc:
+            if use_splice and exc.errno in (22, 38, 95):
+                use_splice = False
+                continue
+            raise
+        if done == 0:
+            break
+        got += done
+    return got
+
+
+def vdi_read(ctx):
+    name = vdi_name(ctx.args[0])
+    offset, total = _range_args(ctx)
+    fd = _open_vdi(ctx, name, os.O_RDONLY)
+    size = os.fstat(fd).st_size
+    if offset > size:
+        err('Read offset is beyond the end of the VDI')
+        return EXIT_FAILURE
+    total = size - offset if total is None else min(total, size - offset)
+    if failing_op(ctx, name):
+        limit, fail = 0, True
+    else:
+        limit, fail = transfer_limit(ctx, name, offset, total, True)
+    shift = ctx.cluster.meta(name)['block_size_shift']
+    service = ctx.knobs.get('object_service_ms') or 0
+    pos, end = offset, offset + limit
+    while pos < end:
+        if service:
+            piece = min(end, ((pos >> shift) + 1) << shift) - pos
+            _sleep_ms(service)
+        else:
+            piece = end - pos
+        sent = send_range(fd, pos, piece)
+        pos += sent
+        if sent < piece:
+            break
+    if fail:
+        err('Failed to read object %x %s' % (_data_oid(ctx, name, pos),
+                                             _IO_ERROR))
+        err('Failed to read VDI')
+        return EXIT_FAILURE
+    return EXIT_SUCCESS
+
+
+def vdi_write(ctx):
+    name = vdi_name(ctx.args[0])
+    offset, total = _range_args(ctx)
+    fd = _open_vdi(ctx, name, os.O_WRONLY)
+    size = os.fstat(fd).st_size
+    if offset > size:
+        err('Write offset is beyond the end of the VDI')
+        return EXIT_FAILURE
+    total = size - offset if total is None else min(total, size - offset)
+    if failing_op(ctx, name):
+        limit, fail = 0, True
+    else:
+        limit, fail = transfer_limit(ctx, name, offset, total, False)
+    shift = ctx.cluster.meta(name)['block_size_shift']
+    service = ctx.knobs.get('object_service_ms') or 0
+    pos, end = offset, offset + total
+    # Like dog: one object piece at a time; a short stdin zero-fills the
+    # rest of the current piece (a whole object if it ran out exactly on
+    # a boundary) and ends the write.
+    while pos < end:
+        piece_end = min(end, ((pos >> shift) + 1) << shift)
+        if fail and piece_end > offset + limit:
+            # The failing object is not stored: consume its piece first,
+            # as dog reads stdin before it sends the object.
+            _drain(piece_end - pos)
+            err('Failed to write object %x: %s'
+                % (_data_oid(ctx, name, pos), _IO_ERROR))
+            err('Failed to write VDI')
+            return EXIT_FAILURE
+        _sleep_ms(service)
+        got = recv_range(fd, pos, piece_end - pos)
+        if got < piece_end - pos:
+            zeros = bytes(piece_end - pos - got)
+            os.pwrite(fd, zeros, pos + got)
+            break
+        pos = piece_end
+    if fail:
+        err('Failed to write object %x: %s'
+            % (_data_oid(ctx, name, pos), _IO_ERROR))
+        err('Failed to write VDI')
+        return EXIT_FAILURE
+    return EXIT_SUCCESS
+
+
+def _drain(count):
+    while count > 0:
+        try:
+            data = os.read(0, min(count, _COPY_BUF))
+        except BlockingIOError:
+            _wait(0, False)
+            continue
+        if not data:
+            return
+        count -= len(data)
+
+
+def _need_up(ctx):
+    if not ctx.cluster.is_up():
+        connect_error(ctx)
+        err('Failed to get node list')
+        raise Exit(EXIT_SYSFAIL)
+
+
+def vdi_create(ctx):
+    name = vdi_name(ctx.args[0])
+    if len(ctx.args) < 2:
+        err('Please specify the VDI size')
+        return EXIT_USAGE
+    size = size_or_usage(ctx.args[1])
+    cluster = ctx.cluster
+    info = cluster.info()
+    shift = ctx.opts.get('z') or info['block_size_shift']
+    old_max = (1 << shift) * OLD_MAX_DATA_OBJS
+    if size > old_max and not ctx.opts.get('y'):
+        err("VDI size is larger than %s bytes, please use '-y' to create "
+            "a hyper volume with size up to %s bytes or use '-z' to "
+            "create larger object size volume"
+            % (strnumber(old_max, ctx.raw),
+               strnumber((1 << DEFAULT_SHIFT) * MAX_DATA_OBJS, ctx.raw)))
+        return EXIT_USAGE
+    if size > (1 << DEFAULT_SHIFT) * MAX_DATA_OBJS:
+        err('VDI size is too large')
+        return EXIT_USAGE
+    call_latency(ctx)
+    if failing_op(ctx, name):
+        err('Failed to create VDI %s: %s' % (name, _IO_ERROR))
+        return EXIT_FAILURE
+    if not name:
+        err('Failed to create VDI %s: Invalid parameters' % name)
+        return EXIT_FAILURE
+    cluster.lock(True)
+    try:
+        created = cluster.create(name, size, str(ctx.opts.get('c') or
+                                                 info['copies']),
+                                 shift, ctx.opts.get('P'))
+    finally:
+        cluster.unlock()
+    if not created:
+        err('Failed to create VDI %s: VDI exists already' % name)
+        return EXIT_FAILURE
+    if ctx.verbose:
+        vid = cluster.meta(name)['vid']
+        out('%x\n' % vid if ctx.raw else
+            'VDI ID of newly created VDI: %x\n' % vid)
+    return EXIT_SUCCESS
+
+
+def vdi_delete(ctx):
+    name = vdi_name(ctx.args[0])
+    cluster = ctx.cluster
+    if not cluster.is_up():
+        # dog reports the failure but exits 0 whatever happened.
+        connect_error(ctx)
+        open_error(name, _IO_ERROR, ctx.opts.get('s'))
+        return EXIT_SUCCESS
+    call_latency(ctx)
+    if ctx.opts.get('s') or not os.path.exists(cluster.data_path(name)):
+        open_error(name, _NO_VDI, ctx.opts.get('s'))
+        return EXIT_SUCCESS
+    if failing_op(ctx, name):
+        err('Failed to delete %s: %s' % (name, _IO_ERROR))
+        return EXIT_SUCCESS
+    cluster.lock(True)
+    try:
+        cluster.delete(name)
+    finally:
+        cluster.unlock()
+    return EXIT_SUCCESS
+
+
+def vdi_resize(ctx):
+    name = vdi_name(ctx.args[0])
+    if len(ctx.args) < 2:
+        err('Please specify the new size for the VDI')
+        return EXIT_USAGE
+    new_size = size_or_usage(ctx.args[1])
+    fd = _open_vdi(ctx, name, os.O_WRONLY)
+    try:
+        meta = ctx.cluster.meta(name)
+        if new_size > (1 << meta['block_size_shift']) * OLD_MAX_DATA_OBJS:
+            err('New VDI size is too large')
+            return EXIT_USAGE
+        if new_size < os.fstat(fd).st_size:
+            err('Shrinking VDIs is not implemented')
+            return EXIT_USAGE
+        if failing_op(ctx, name):
+            err('Failed to update an inode header')
+            return EXIT_FAILURE
+        ctx.cluster.lock(True)
+        try:
+            if os.fstat(fd).st_size < new_size:
+                os.ftruncate(fd, new_size)
+        finally:
+            ctx.cluster.unlock()
+    finally:
+        os.close(fd)
+    return EXIT_SUCCESS
+
+
+def _list_line(ctx, name, raw):
+    cluster = ctx.cluster
+    meta = cluster.meta(name)
+    path = cluster.data_path(name)
+    try:
+        size = os.stat(path).st_size
+        used = used_bytes(path, size, meta['block_size_shift'],
+                          meta.get('prealloc'))
+    except OSError:
+        return None
+    if raw:
+        escaped = ''.join('\\' + c if c.isspace() or c == '\\' else c
+                          for c in name)
+        return '= %s 0 %d %d 0 %d %x %s %s %d' % (
+            escaped, size, used, meta['ctime'], meta['vid'],
+            meta['copies'], meta['tag'], meta['block_size_shift'])
+    when = time.strftime('%Y-%m-%d %H:%M', time.localtime(meta['ctime']))
+    return '%s %-8s %5d %7s %7s %7s %s  %7x %6s %13s %3d' % (
+        ' ', name, 0, strnumber(size, False), strnumber(used, False),
+        strnumber(0, False), when, meta['vid'], meta['copies'],
+        meta['tag'], meta['block_size_shift'])
+
+
+def vdi_list(ctx):
+    cluster = ctx.cluster
+    if not cluster.is_up():
+        connect_error(ctx)
+        return EXIT_SYSFAIL
+    call_latency(ctx)
+    wanted = vdi_name(ctx.args[0]) if ctx.args else None
+    if failing_op(ctx, wanted):
+        err(_IO_ERROR)
+        return EXIT_SYSFAIL
+    lines = []
+    if not ctx.raw:
+        lines.append('  Name        Id    Size    Used  Shared    Creation '
+                     'time   VDI id  Copies  Tag   Block Size Shift')
+    cluster.lock(False)
+    try:
+        if wanted is not None:
+            names = [wanted] if os.path.exists(
+                cluster.data_path(wanted)) else []
+        else:
+            names = cluster.names()
+        names.sort(key=lambda n: cluster.meta(n)['vid'])
+        for name in names:
+            line = _list_line(ctx, name, ctx.raw)
+            if line is not None:
+                lines.append(line)
+    finally:
+        cluster.unlock()
+    if lines:
+        out('\n'.join(lines) + '\n')
+    return EXIT_SUCCESS
+
+
+def _zone(node):
+    host = node.rsplit(':', 1)[0]
+    if _is_ip(host) and ':' not in host:
+        return sum(int(p) << (8 * i) for i, p in enumerate(host.split('.')))
+    return fnv1a64(_encode(host)) & 0xffffffff
+
+
+def node_list(ctx):
+    _need_up(ctx)
+    call_latency(ctx)
+    if failing_op(ctx):
+        err('Failed to get node list')
+        return EXIT_SYSFAIL
+    lines = [] if ctx.raw else [
+        '  Id   Host:Port         V-Nodes       Zone']
+    for i, node in enumerate(ctx.cluster.info()['nodes']):
+        if ctx.raw:
+            lines.append('%d %s %d %d' % (i, node, NR_VNODES, _zone(node)))
+        else:
+            lines.append('%4d   %-20s\t%2d%11d' % (i, node, NR_VNODES,
+                                                   _zone(node)))
+    out('\n'.join(lines) + '\n')
+    return EXIT_SUCCESS
+
+
+def cluster_info(ctx):
+    _need_up(ctx)
+    call_latency(ctx)
+    if failing_op(ctx):
+        err('Failed to get node list')
+        return EXIT_SYSFAIL
+    info = ctx.cluster.info()
+    ctime = int(info['ctime'])
+    nodes = ', '.join('%s:%d' % (n, NR_VNODES) for n in info['nodes'])
+    if ctx.raw:
+        out('running, auto-recovery enabled\n%d 1 [%s]\n' % (ctime, nodes))
+        return EXIT_SUCCESS
+    out('Cluster status: running, auto-recovery enabled\n\n'
+        'Cluster created at %s\n\n'
+        'Epoch Time           Version [Host:Port:V-Nodes,,,]\n'
+        '%s %6d [%s]\n' % (
+            time.ctime(ctime),
+            time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(ctime)), 1,
+            nodes))
+    return EXIT_SUCCESS
+
+
+COMMANDS = (
+    ('vdi', (
+        ('create', '<vdiname> <size>', 'PycaphrvzT', 'create an image',
+         NEED_ARG | NEED_NODELIST, vdi_create),
+        ('delete', '<vdiname>', 'saphT', 'delete an image', NEED_ARG,
+         vdi_delete),
+        ('list', '[vdiname]', 'aprhoT', 'list images', 0, vdi_list),
+        ('resize', '<vdiname> <new size>', 'aphT', 'resize an image',
+         NEED_ARG, vdi_resize),
+        ('read', '<vdiname> [<offset> [<len>]]', 'saphT',
+         'read data from an image', NEED_ARG, vdi_read),
+        ('write', '<vdiname> [<offset> [<len>]]', 'apwhT',
+         'write data to an image', NEED_ARG, vdi_write),
+    )),
+    ('node', (
+        ('list', None, 'aprhT', 'list nodes', NEED_NODELIST, node_list),
+    )),
+    ('cluster', (
+        ('info', None, 'aprhT', 'show cluster information', NEED_NODELIST,
+         cluster_info),
+    )),
+)
+
+
+def _log_call(root, argv):
+    if not root or not os.path.isdir(root):
+        return
+    line = _encode(repr([os.path.basename(argv[0])] + list(argv[1:])) +
+                   '\n')
+    fd = os.open(os.path.join(root, 'calls.log'),
+                 os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def run(argv, root):
+    prog = os.path.basename(argv[0]) or 'dog'
+    if prog.endswith('.py'):
+        prog = 'dog'
+    _log_call(root, argv)
+    if len(argv) < 2:
+        usage(prog, 0)
+    cmd = argv[1]
+    subs = dict(COMMANDS).get(cmd)
+    if subs is None:
+        if cmd in ('help', '--help', '-h'):
+            usage(prog, 0)
+        err("Invalid command '%s'" % cmd)
+        usage(prog, EXIT_USAGE)
+    sub = argv[2] if len(argv) > 2 else None
+    spec = None
+    for candidate in subs:
+        if candidate[0] == sub:
+            spec = candidate
+    if spec is None:
+        if sub is not None and sub not in ('help', '--help', '-h'):
+            err("Invalid command '%s %s'" % (cmd, sub))
+        err('Available %s commands:' % cmd)
+        for candidate in subs:
+            err('  %s %s' % (cmd, candidate[0]))
+        raise Exit(EXIT_USAGE)
+    ctx = Context(prog, root, cmd, sub, spec)
+    env_addr = os.environ.get('SHEEPDOG_DOG_ADDR')
+    if env_addr:
+        if not _is_ip(env_addr):
+            err('Invalid ip address %s' % env_addr)
+            raise Exit(EXIT_FAILURE)
+        ctx.addr = env_addr
+    env_port = os.environ.get('SHEEPDOG_DOG_PORT')
+    if env_port:
+        if not env_port.isdigit() or not 1 <= int(env_port) <= 65535:
+            err("Invalid port number '%s'" % env_port)
+            raise Exit(EXIT_USAGE)
+        ctx.port = int(env_port)
+    parse_options(ctx, argv[3:])
+    ctx.cluster = Cluster(root, ctx.addr, ctx.port)
+    if ctx.cluster.is_up():
+        ctx.knobs = load_knobs(ctx.cluster)
+    if spec[4] & NEED_NODELIST:
+        _need_up(ctx)
+    if spec[4] & NEED_ARG and not ctx.args:
+        subcommand_usage(ctx, EXIT_USAGE)
+    started = time.time()
+    ret = spec[5](ctx)
+    if ret == EXIT_USAGE:
+        subcommand_usage(ctx, EXIT_USAGE)
+    if 'T' in ctx.opts:
+        out('\nElapsed time: %.3f seconds\n' % (time.time() - started))
+    return ret
+
+
+def main(argv=None, root=None):
+    """Entry point of the ``dog``/``collie`` wrappers; returns the status.
+
+    ``root`` baked into a wrapper wins over ``SHEEPDOG_EMULATOR_ROOT``.
+    """
+    argv = list(sys.argv if argv is None else argv)
+    if len(argv) > 1 and argv[1] == '--emulator-admin':
+        return admin_main(argv[2:])
+    root = root or os.environ.get('SHEEPDOG_EMULATOR_ROOT') or None
+    try:
+        return run(argv, root)
+    except Exit as exc:
+        return exc.code
+
+
+# -- administration: set-up for tests, the bench and manual use ----------
+
+def init_cluster(root, addr=DEFAULT_ADDR, port=DEFAULT_PORT, copies=1,
+                 nodes=None):
+    """Create (or bring back up) the cluster at addr:port under root."""
+    path = cluster_dir(root, addr, port)
+    for sub in ('vdis', 'meta'):
+        if not os.path.isdir(os.path.join(path, sub)):
+            os.makedirs(os.path.join(path, sub))
+    info_path = os.path.join(path, 'cluster.json')
+    if not os.path.exists(info_path):
+        _write_json(info_path, {
+            'ctime': int(time.time()), 'copies': copies,
+            'block_size_shift': DEFAULT_SHIFT,
+            'nodes': list(nodes or [addr_to_str(addr, int(port))])})
+    set_down(root, addr, port, False)
+    return path
+
+
+def set_down(root, addr, port, down=True):
+    """Make the cluster refuse connections (down) or answer again."""
+    marker = os.path.join(cluster_dir(root, addr, port), 'DOWN')
+    if down:
+        with open(marker, 'w') as dst:
+            dst.write('down\n')
+    elif os.path.exists(marker):
+        os.unlink(marker)
+
+
+def write_knobs(root, addr, port, knobs):
+    """Replace the cluster's knobs.json (atomically); None drops a knob."""
+    unknown = set(knobs) - set(KNOBS)
+    if unknown:
+        raise ValueError('unknown knob(s): %s' % ', '.join(sorted(unknown)))
+    clean = dict((k, v) for k, v in knobs.items() if v is not None)
+    _write_json(os.path.join(cluster_dir(root, addr, port), 'knobs.json'),
+                clean)
+    return clean
+
+
+def read_call_log(root):
+    """Every call so far: a list of argv lists (argv[0] is the basename)."""
+    import ast
+    try:
+        with open(os.path.join(root, 'calls.log'), 'rb') as src:
+            lines = src.read().decode('utf-8', 'surrogateescape')
+    except (IOError, OSError):
+        return []
+    return [ast.literal_eval(line) for line in lines.splitlines() if line]
+
+
+def python_for_wrappers():
+    """The real interpreter: a wrapper should not pay for a venv or shim."""
+    return os.path.realpath(sys.executable)
+
+
+def install_wrappers(bin_dir, root=None, names=('dog', 'collie'),
+                     python=None):
+    """Write executable dog/collie scripts into bin_dir; returns paths."""
+    if not os.path.isdir(bin_dir):
+        os.makedirs(bin_dir)
+    here = os.path.dirname(os.path.abspath(__file__))
+    python = python or python_for_wrappers()
+    body = ('#!%s -SE\n'
+            '# sheepdog CLI emulator: test/demo tooling, not sheepdog.\n'
+            'import sys\n'
+            'sys.path.insert(0, %r)\n'
+            'import sheepdog_emulator\n'
+            'sys.exit(sheepdog_emulator.main(sys.argv, root=%r))\n'
+            % (python, here, root and os.path.abspath(root)))
+    paths = []
+    for name in names:
+        path = os.path.join(bin_dir, name)
+        tmp = path + '.tmp'
+        with open(tmp, 'w') as dst:
+            dst.write(body)
+        os.chmod(tmp, 0o755)
+        os.rename(tmp, path)
+        paths.append(path)
+    return paths
+
+
+def admin_main(argv):
+    """``sheepdog_emulator.py --emulator-admin ACTION ...`` (see docs)."""
+    import argparse
+    parser = argparse.ArgumentParser(
+        prog='sheepdog_emulator --emulator-admin',
+        description='Set up and steer emulated sheepdog clusters (test '
+                    'and demo tooling only).')
+    parser.add_argument('--root', default=os.environ.get(
+        'SHEEPDOG_EMULATOR_ROOT'), help='emulator data root')
+    parser.add_argument('--address', default=DEFAULT_ADDR)
+    parser.add_argument('--port', type=int, default=DEFAULT_PORT)
+    actions = parser.add_subparsers(dest='action')
+    setup = actions.add_parser('setup', help='create the cluster and '
+                               'write dog/collie wrappers')
+    setup.add_argument('--bin', required=True, help='directory for the '
+                       'dog and collie wrapper scripts')
+    actions.add_parser('down', help='make the cluster refuse connections')
+    actions.add_parser('up', help='make the cluster answer again')
+    knobs = actions.add_parser('knobs', help='replace knobs.json with '
+                               'NAME=VALUE pairs (none: clear)')
+    knobs.add_argument('pairs', nargs='*', metavar='NAME=VALUE')
+    actions.add_parser('calls', help='print the call log')
+    args = parser.parse_args(argv)
+    if not args.root:
+        parser.error('--root (or SHEEPDOG_EMULATOR_ROOT) is required')
+    if args.action == 'setup':
+        path = init_cluster(args.root, args.address, args.port)
+        paths = install_wrappers(args.bin, args.root)
+        out('cluster: %s\n' % path)
+        for path in paths:
+            out('wrapper: %s\n' % path)
+        out('export PATH=%s:$PATH\n' % os.path.abspath(args.bin))
+    elif args.action in ('down', 'up'):
+        set_down(args.root, args.address, args.port,
+                 args.action == 'down')
+    elif args.action == 'knobs':
+        values = {}
+        for pair in args.pairs:
+            name, _sep, value = pair.partition('=')
+            if name not in KNOBS:
+                parser.error('unknown knob %s (known: %s)'
+                             % (name, ', '.join(sorted(KNOBS))))
+            values[name] = _coerce(KNOBS[name], value)
+        write_knobs(args.root, args.address, args.port, values)
+    elif args.action == 'calls':
+        for call in read_call_log(args.root):
+            out(' '.join(call) + '\n')
+    else:
+        parser.error('an action is required')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
