@@ -7,3 +7,6 @@ cd "$(dirname "$0")/.."
 vermin --no-tips --violations -t=2.7- -t=3- \
     --exclude-regex '/tests/' \
     glance_store_fastsheep ceilometer_metriccache
+# The code the backport patches in patches/ produce, applied to the
+# verified Pike sdists (see patches/README.rst).
+bash tools/check-patches-py27.sh
