@@ -29,10 +29,14 @@ class MetricCacheDispatcher(gnocchi.GnocchiDispatcher):
     def __init__(self, conf):
         super(MetricCacheDispatcher, self).__init__(conf)
         cache.install(self, conf)
-        self._metric_table = self.metric_index.metrics
+        # Called once per (resource, metric) group of every batch: bind
+        # the index's C-level lookup on the instance, which spares the
+        # Python frame of the method below (about half the cost of a hit).
+        self._get_resource_definition_from_metric = (
+            self.metric_index.metric_lookup)
 
     def _get_resource_definition_from_metric(self, metric_name):
-        return self._metric_table[metric_name]
+        return self.metric_index.metric(metric_name)
 
     def _get_resource_definition_from_event(self, event_type):
         return self.metric_index.event(event_type)

@@ -235,6 +235,19 @@ class DefinitionIndex(object):
         """The definition the fnmatch loop would return, or None."""
         return self.metrics[name]
 
+    @property
+    def metric_lookup(self):
+        """``metric`` as a C-level callable, for the per-sample path.
+
+        Without patterns in the file a miss needs no memo, and the
+        inherited ``dict.get`` answers hits and misses alike; otherwise
+        ``__getitem__`` answers hits in C and calls ``__missing__`` only
+        for names no literal covers.
+        """
+        if self.metrics.pattern_count:
+            return self.metrics.__getitem__
+        return self.metrics.get
+
     def event(self, event_type):
         """(definition, operation) the fnmatch loop would return, or None."""
         return self.events[event_type]
