@@ -1,0 +1,268 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Everything the store knows about the ``dog``/``collie`` command line.
+
+Names and addresses only ever reach the CLI as separate argv items (no
+shell), and are checked first so that the CLI cannot read one as an
+option or split it differently from what glance meant. The transfer
+commands (``vdi read``/``vdi write``) are spawned by the download and
+upload modules; the short control commands run here.
+"""
+
+import collections
+import os
+import re
+import subprocess
+import tempfile
+
+from glance_store import exceptions
+from oslo_log import log as logging
+from oslo_utils import encodeutils
+from oslo_utils import netutils
+import six
+
+from glance_store_fastsheep import coop
+from glance_store_fastsheep import opts
+
+LOG = logging.getLogger(__name__)
+
+# SD_MAX_VDI_LEN in sheepdog is 256 bytes including the terminating NUL.
+MAX_NAME_BYTES = 255
+# Control characters and whitespace break `vdi list` lines, a leading
+# '-' is read as an option, ':' cannot survive the sheepdog://a:p:name
+# location form and '\\' is the escape character of `vdi list -r`.
+_BAD_NAME = re.compile(r'[\x00-\x20\x7f\\:]')
+_HOSTNAME = re.compile(r'^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?\Z')
+
+# `vdi list -r` states of a VDI that can be read and written ('s' is a
+# snapshot of the same name, which is not what glance stored).
+_WRITABLE_STATES = ('=', 'c')
+
+VdiInfo = collections.namedtuple('VdiInfo', ['state', 'name', 'snapshot_id',
+                                             'size', 'fields'])
+
+
+def validate_name(name):
+    """Return name as text, or raise ValueError saying what is wrong."""
+    if isinstance(name, bytes):
+        name = encodeutils.safe_decode(name)
+    elif not isinstance(name, six.text_type):
+        name = six.text_type(name)
+    if not name:
+        raise ValueError('empty VDI name')
+    if len(encodeutils.safe_encode(name, 'utf-8')) > MAX_NAME_BYTES:
+        raise ValueError('VDI name longer than %d bytes' % MAX_NAME_BYTES)
+    if name.startswith('-'):
+        raise ValueError('VDI name %r starts with "-"' % name)
+    if _BAD_NAME.search(name):
+        raise ValueError('VDI name %r contains whitespace, a control '
+                         'character, ":" or "\\"' % name)
+    return name
+
+
+def validate_address(address):
+    """Return the address without IPv6 brackets, or raise ValueError."""
+    if not address:
+        raise ValueError('empty sheep address')
+    if address.startswith('[') and address.endswith(']'):
+        address = address[1:-1]
+    if netutils.is_valid_ipv4(address) or netutils.is_valid_ipv6(address):
+        return address
+    if address.startswith('-') or not _HOSTNAME.match(address):
+        raise ValueError('%r is not an IP address or host name' % address)
+    return address
+
+
+def validate_port(port):
+    try:
+        port = int(port)
+    except (TypeError, ValueError):
+        raise ValueError('%r is not a port number' % (port,))
+    if not 0 < port < 65536:
+        raise ValueError('port %d out of range' % port)
+    return port
+
+
+def _which(name):
+    for folder in os.environ.get('PATH', os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or os.curdir, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+    return None
+
+
+def find_command(configured):
+    """Absolute path of the CLI, or None when it cannot be run.
+
+    Resolved once at configure time, so that a later change of PATH in
+    the service cannot swap the binary under the store.
+    """
+    if os.path.isabs(configured):
+        if os.path.isfile(configured) and os.access(configured, os.X_OK):
+            return configured
+        return None
+    if os.sep in configured:
+        # A relative path would depend on the service's working directory.
+        return None
+    found = _which(configured)
+    if found is None and configured == opts.DEFAULT_COMMAND:
+        found = _which(opts.FALLBACK_COMMAND)
+    return found
+
+
+def split_list_line(line):
+    """Split one `vdi list -r` line on unescaped single spaces.
+
+    Empty fields are kept (an empty tag shows as two spaces), and ``\\ ``
+    inside a name is an escaped space.
+    """
+    fields = []
+    current = []
+    escaped = False
+    for char in line:
+        if escaped:
+            current.append(char)
+            escaped = False
+        elif char == '\\':
+            escaped = True
+        elif char == ' ':
+            fields.append(''.join(current))
+            current = []
+        else:
+            current.append(char)
+    fields.append(''.join(current))
+    return fields
+
+
+def parse_list(output):
+    """Parse `vdi list -r` output into VdiInfo tuples; ValueError if odd."""
+    infos = []
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        fields = split_list_line(line)
+        if len(fields) < 4:
+            raise ValueError('unexpected `vdi list -r` line: %r' % line)
+        try:
+            size = int(fields[3])
+            snapshot_id = int(fields[2])
+        except ValueError:
+            raise ValueError('unexpected `vdi list -r` line: %r' % line)
+        infos.append(VdiInfo(fields[0], fields[1], snapshot_id, size,
+                             tuple(fields)))
+    return infos
+
+
+def find_current(infos, name):
+    for info in infos:
+        if info.name == name and info.state in _WRITABLE_STATES:
+            return info
+    return None
+
+
+def error_for(action, name, returncode, stderr):
+    """Map a failed CLI call to the glance_store exception it means."""
+    text = encodeutils.safe_decode(stderr or b'', errors='replace').strip()
+    lowered = text.lower()
+    message = ('sheepdog `vdi %s` of %s failed (exit %s): %s'
+               % (action, name, returncode, text or 'no message'))
+    if 'no vdi found' in lowered:
+        return exceptions.NotFound(message=message)
+    if 'exists already' in lowered:
+        return exceptions.Duplicate(message=message)
+    if 'no space' in lowered:
+        return exceptions.StorageFull(message=message)
+    return exceptions.BackendException(message)
+
+
+def _argv_item(item):
+    if isinstance(item, bytes):
+        return item
+    if not isinstance(item, six.text_type):
+        item = six.text_type(item)
+    # Python 2's subprocess encodes text arguments as ASCII.
+    return item.encode('utf-8') if six.PY2 else item
+
+
+class Cli(object):
+    """The argv of every sheepdog call the store makes, and the short ones.
+
+    One instance per configured store; it holds no per-request state.
+    """
+
+    def __init__(self, command, command_timeout):
+        self.command = command
+        self.command_timeout = command_timeout
+
+    def argv(self, action, address, port, *args):
+        """`dog vdi ACTION -a ADDRESS -p PORT ARGS...` as a list."""
+        argv = [self.command, 'vdi', action, '-a', address, '-p', str(port)]
+        argv.extend(args)
+        return [_argv_item(item) for item in argv]
+
+    def run(self, action, address, port, *args):
+        """Run a control command; return (exit status, stdout, stderr).
+
+        Output goes to temporary files rather than pipes: nothing to
+        drain while waiting, so a chatty child can never deadlock us and
+        the wait needs no green pipe.
+        """
+        argv = self.argv(action, address, port, *args)
+        out = tempfile.TemporaryFile()
+        err = tempfile.TemporaryFile()
+        devnull = open(os.devnull, 'rb')
+        try:
+            try:
+                proc = subprocess.Popen(argv, stdin=devnull, stdout=out,
+                                        stderr=err, close_fds=True)
+            except OSError as exc:
+                raise exceptions.BackendException(
+                    'cannot run %s: %s' % (self.command, exc))
+            try:
+                status = coop.wait_process(proc, self.command_timeout)
+            except coop.Timeout:
+                coop.kill_and_reap(proc)
+                LOG.error('Killed `%s`: no exit after %ss',
+                          ' '.join(argv), self.command_timeout)
+                raise exceptions.BackendException(
+                    'sheepdog `vdi %s` timed out after %ss'
+                    % (action, self.command_timeout))
+            out.seek(0)
+            err.seek(0)
+            return status, out.read(), err.read()
+        finally:
+            devnull.close()
+            out.close()
+            err.close()
+
+    def check(self, action, address, port, name, *args):
+        """Run a control command on VDI name; raise its error if it fails."""
+        status, out, err = self.run(action, address, port, name, *args)
+        if status != 0:
+            raise error_for(action, name, status, err)
+        return out
+
+    def list(self, address, port, name=None):
+        """VdiInfo tuples from `vdi list -r` (all VDIs when name is None)."""
+        args = () if name is None else (name,)
+        status, out, err = self.run('list', address, port, '-r', *args)
+        if status != 0:
+            raise error_for('list', name or '(all)', status, err)
+        try:
+            return parse_list(encodeutils.safe_decode(out,
+                                                      errors='replace'))
+        except ValueError as exc:
+            raise exceptions.BackendException(str(exc))
+
+    def stat(self, address, port, name):
+        """The current VDI called name, or None when there is none."""
+        return find_current(self.list(address, port, name), name)

@@ -1,0 +1,173 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Downloads: one ``dog vdi read`` process streamed per transfer.
+
+The Pike driver started one process per 64 MiB chunk and collected each
+chunk whole in memory. Here one child serves the whole range, its output
+is read into a reused buffer and handed out in read-size pieces, and the
+number of bytes is checked against what was asked for: a child that dies
+or stops early is an error, never a shorter image.
+"""
+
+import os
+import subprocess
+import tempfile
+
+from glance_store import exceptions
+from oslo_log import log as logging
+
+from glance_store_fastsheep import cli
+from glance_store_fastsheep import coop
+from glance_store_fastsheep import pipes
+
+LOG = logging.getLogger(__name__)
+
+
+class ReadProcess(object):
+    """One `dog vdi read NAME OFFSET LENGTH` child and its stdout pipe."""
+
+    def __init__(self, settings, address, port, name, offset, length):
+        self.name = name
+        self.offset = offset
+        self.length = length
+        self.received = 0
+        self.idle_timeout = settings.transfer_timeout
+        argv = settings.cli.argv('read', address, port, name, offset, length)
+        self._stderr = tempfile.TemporaryFile()
+        read_fd, write_fd = os.pipe()
+        pipes.set_pipe_size(read_fd, settings.pipe_size)
+        devnull = open(os.devnull, 'rb')
+        try:
+            self.proc = subprocess.Popen(argv, stdin=devnull, stdout=write_fd,
+                                         stderr=self._stderr, close_fds=True)
+        except OSError as exc:
+            os.close(read_fd)
+            self._stderr.close()
+            raise exceptions.BackendException(
+                'cannot run %s: %s' % (argv[0], exc))
+        finally:
+            os.close(write_fd)
+            devnull.close()
+        self.reader = pipes.PipeReader(read_fd, settings.read_size,
+                                       self.idle_timeout)
+        LOG.debug('Started `%s` (pid %s)', ' '.join(argv), self.proc.pid)
+
+    def read_piece(self, size):
+        """Buffer up to size more bytes in self.reader.view.
+
+        Returns (count, waited); count is short only at end of output.
+        """
+        try:
+            count, waited = self.reader.fill(min(size, len(self.reader.view)))
+        except coop.Timeout:
+            raise exceptions.BackendException(
+                'sheepdog `vdi read` of %s sent nothing for %ss after %d '
+                'bytes; killed' % (self.name, self.idle_timeout,
+                                   self.received))
+        self.received += count
+        return count, waited
+
+    def finish(self):
+        """Check that the child sent exactly length bytes and exited 0."""
+        if self.received == self.length:
+            extra, _waited = self.reader.fill(1)
+            if extra:
+                raise exceptions.BackendException(
+                    'sheepdog `vdi read` of %s sent more than the %d bytes '
+                    'asked for' % (self.name, self.length))
+        try:
+            status = coop.wait_process(self.proc, self.idle_timeout)
+        except coop.Timeout:
+            raise exceptions.BackendException(
+                'sheepdog `vdi read` of %s did not exit %ss after its '
+                'output ended' % (self.name, self.idle_timeout))
+        if status != 0:
+            self._stderr.seek(0)
+            raise cli.error_for('read', self.name, status,
+                                self._stderr.read())
+        if self.received != self.length:
+            raise exceptions.BackendException(
+                'sheepdog `vdi read` of %s ended after %d of %d bytes '
+                '(offset %d)' % (self.name, self.received, self.length,
+                                 self.offset))
+
+    def close(self, kill=True):
+        """Release the pipe and stderr file; kill and reap if still alive."""
+        if kill and coop.kill_and_reap(self.proc) is None:
+            LOG.warning('`dog vdi read` pid %s of %s survived SIGKILL; left '
+                        'to be reaped later', self.proc.pid, self.name)
+        self.reader.close()
+        self._stderr.close()
+
+
+class ReadStream(object):
+    """The iterable that ``Store.get`` returns.
+
+    Nothing is spawned until the first item is asked for. ``close()`` (WSGI
+    servers call it when a client hangs up) and garbage collection of a
+    half-read iterator both kill and reap the child.
+    """
+
+    def __init__(self, settings, address, port, name, offset, length):
+        self.settings = settings
+        self.address = address
+        self.port = port
+        self.name = name
+        self.offset = offset
+        self.length = length
+        self._gen = None
+
+    def __iter__(self):
+        if self._gen is None:
+            # A module-level generator, not a method: a generator holding
+            # self while self holds it is a cycle that only the cyclic GC
+            # breaks, which would keep a dropped child alive until then.
+            self._gen = _stream(self.settings, self.address, self.port,
+                                self.name, self.offset, self.length)
+        return self._gen
+
+    def close(self):
+        if self._gen is not None:
+            self._gen.close()
+
+
+def _stream(settings, address, port, name, offset, length):
+    if length <= 0:
+        return
+    child = ReadProcess(settings, address, port, name, offset, length)
+    finished = False
+    try:
+        read_size = settings.read_size
+        while child.received < length:
+            count, waited = child.read_piece(
+                min(read_size, length - child.received))
+            if count == 0:
+                break
+            piece = child.reader.view[:count].tobytes()
+            if not waited:
+                coop.give_way()
+            yield piece
+        child.finish()
+        finished = True
+        LOG.debug('Read %d bytes of %s at offset %d', child.received, name,
+                  offset)
+    except GeneratorExit:
+        LOG.info('Download of %s stopped by its consumer after %d of %d '
+                 'bytes; killing `dog vdi read`', name, child.received,
+                 length)
+        raise
+    except Exception as exc:
+        LOG.error('Download of %s failed after %d of %d bytes: %s', name,
+                  child.received, length, exc)
+        raise
+    finally:
+        child.close(kill=not finished)

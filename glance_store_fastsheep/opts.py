@@ -1,0 +1,133 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Configuration options of the fastsheep store.
+
+The first three keep the names and defaults of the in-tree Pike sheepdog
+driver, so an existing ``[glance_store]`` section keeps working when an
+operator switches ``stores = sheepdog`` to ``stores = fastsheep``.
+"""
+
+from oslo_config import cfg
+
+MIB = 1024 * 1024
+# Sheepdog stores a VDI as 4 MiB objects; transfers that start and end on
+# object boundaries never make two writers touch one object.
+OBJECT_SIZE = 4 * MIB
+
+DEFAULT_ADDR = '127.0.0.1'
+DEFAULT_PORT = 7000
+DEFAULT_CHUNK_SIZE = 64
+DEFAULT_READ_SIZE = MIB
+DEFAULT_PIPE_SIZE = MIB
+DEFAULT_WRITE_CONCURRENCY = 4
+DEFAULT_COMMAND = 'dog'
+FALLBACK_COMMAND = 'collie'
+
+SHEEPDOG_OPTS = [
+    cfg.IntOpt('sheepdog_store_chunk_size',
+               min=1,
+               default=DEFAULT_CHUNK_SIZE,
+               help="""
+Size, in MiB, of one ``dog vdi write`` call when uploading.
+
+Every chunk is written by its own ``dog vdi write NAME OFFSET LEN``
+process; up to ``sheepdog_store_write_concurrency`` of them run at once.
+Values that are not a multiple of the 4 MiB sheepdog object size are
+rounded up to one, so that no two writers ever share an object. When the
+image size is not known in advance (chunked upload) one chunk is held in
+memory before it is written, because a sheepdog VDI cannot be shrunk.
+Downloads do not use this option: one process streams the whole range.
+
+Same name and default as the in-tree Pike sheepdog driver.
+"""),
+    cfg.PortOpt('sheepdog_store_port',
+                default=DEFAULT_PORT,
+                help="""
+Port of the sheep daemon that ``dog`` talks to (``dog -p``).
+
+Same name and default as the in-tree Pike sheepdog driver.
+"""),
+    cfg.HostAddressOpt('sheepdog_store_address',
+                       default=DEFAULT_ADDR,
+                       help="""
+Address (IPv4, IPv6 or host name) of the sheep daemon that ``dog`` talks
+to (``dog -a``). New images are stored there and their locations carry
+this address, so images written earlier stay readable after it changes.
+
+Same name and default as the in-tree Pike sheepdog driver.
+"""),
+    cfg.IntOpt('sheepdog_store_read_size',
+               min=4096,
+               default=DEFAULT_READ_SIZE,
+               help="""
+Bytes per read from the ``dog`` pipe, and the size of the pieces that
+downloads yield and that uploads hash and write.
+
+One preallocated buffer of this size is reused for the whole transfer.
+Under eventlet each piece costs at most one trip through the hub, so
+small values spend the CPU on the hub and large values hold it longer
+per piece (hashing a piece happens between two trips).
+"""),
+    cfg.IntOpt('sheepdog_store_pipe_size',
+               min=0,
+               default=DEFAULT_PIPE_SIZE,
+               help="""
+Requested kernel buffer size, in bytes, of the pipes to and from ``dog``
+(``fcntl F_SETPIPE_SZ``). The default Linux pipe holds 64 KiB, which caps
+every read at 64 KiB. Unprivileged processes may not exceed
+``/proc/sys/fs/pipe-max-size`` (1 MiB by default); a refused request is
+logged once and the transfer goes on with the kernel's size. 0 keeps the
+kernel default.
+"""),
+    cfg.IntOpt('sheepdog_store_write_concurrency',
+               min=1,
+               default=DEFAULT_WRITE_CONCURRENCY,
+               help="""
+Maximum number of ``dog vdi write`` processes one upload keeps in flight.
+
+1 writes chunk after chunk, each waited on before the next one starts.
+Larger values overlap the start-up and commit time of each call with the
+transfer of the next chunks.
+"""),
+    cfg.StrOpt('sheepdog_store_command',
+               default=DEFAULT_COMMAND,
+               help="""
+The sheepdog command line tool: a name looked up on ``PATH`` or an
+absolute path. With the default, ``dog``, the older name ``collie`` is
+used when no ``dog`` is on ``PATH``. The store refuses to enable uploads
+when the command cannot be found.
+"""),
+    cfg.FloatOpt('sheepdog_store_command_timeout',
+                 min=1,
+                 default=60.0,
+                 help="""
+Seconds a control command (``vdi list``, ``create``, ``resize``,
+``delete``) may run before it is killed and the operation fails.
+"""),
+    cfg.FloatOpt('sheepdog_store_transfer_timeout',
+                 min=1,
+                 default=120.0,
+                 help="""
+Seconds a ``vdi read`` or ``vdi write`` process may stay idle (no byte
+through its pipe, or no exit after the last byte) before it is killed and
+the transfer fails. It bounds a stall, not the length of a transfer.
+"""),
+]
+
+
+def list_opts():
+    """The ``oslo.config.opts`` entry point for oslo-config-generator.
+
+    With ``enabled_backends`` (current glance) the same options go in the
+    group named after the backend id instead of ``[glance_store]``.
+    """
+    return [('glance_store', list(SHEEPDOG_OPTS))]

@@ -1,0 +1,165 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The two ends of a pipe to a ``dog`` child, in large pieces.
+
+Why not the green ``Popen`` pipes: eventlet's ``GreenFileIO.read(n)``
+returns at most what a 64 KiB pipe holds and its ``communicate`` writes
+512 bytes per hub round. Here the pipe is enlarged (``F_SETPIPE_SZ``),
+reads go into one preallocated buffer, and a full pipe or an empty one
+costs exactly one wait: ``trampoline`` under eventlet, ``poll`` under
+native threads. Both ends are raw ``io.FileIO`` objects on fds this
+module owns, which behave the same on Python 2.7 and 3.
+"""
+
+import errno
+import fcntl
+import io
+import os
+
+from oslo_log import log as logging
+
+from glance_store_fastsheep import coop
+
+LOG = logging.getLogger(__name__)
+
+# Linux values; Python < 3.10 has no names for them.
+F_SETPIPE_SZ = getattr(fcntl, 'F_SETPIPE_SZ', 1031)
+F_GETPIPE_SZ = getattr(fcntl, 'F_GETPIPE_SZ', 1032)
+
+_refusal_logged = []
+
+
+def set_pipe_size(fd, size):
+    """Ask for a size-byte pipe buffer; return the size actually in use."""
+    if size:
+        try:
+            fcntl.fcntl(fd, F_SETPIPE_SZ, size)
+        except (IOError, OSError) as exc:
+            if not _refusal_logged:
+                _refusal_logged.append(True)
+                LOG.warning('The kernel refused a %d byte pipe (%s); '
+                            'transfers use its default pipe size. See '
+                            '/proc/sys/fs/pipe-max-size and '
+                            'sheepdog_store_pipe_size.', size, exc)
+    try:
+        return fcntl.fcntl(fd, F_GETPIPE_SZ)
+    except (IOError, OSError):
+        return None
+
+
+def set_blocking(fd, blocking):
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    if blocking:
+        flags &= ~os.O_NONBLOCK
+    else:
+        flags |= os.O_NONBLOCK
+    fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+
+
+class PipeReader(object):
+    """Reads a child's stdout in read_size pieces into one buffer.
+
+    Under eventlet the fd is non-blocking and an empty pipe parks this
+    greenthread in ``trampoline`` until the child writes again. Under
+    native threads the reads are plain blocking reads, each preceded by a
+    ``poll`` that only exists to enforce the idle timeout.
+    """
+
+    def __init__(self, fd, read_size, idle_timeout):
+        self.fd = fd
+        self.idle_timeout = idle_timeout
+        self.green = coop.is_green()
+        set_blocking(fd, not self.green)
+        self._file = io.FileIO(fd, 'rb', closefd=True)
+        self.buffer = bytearray(read_size)
+        self.view = memoryview(self.buffer)
+
+    def fill(self, want):
+        """Read until want bytes are buffered or EOF.
+
+        Returns (bytes buffered, whether we had to wait for the child).
+        Fewer than want bytes means the child closed its stdout.
+        """
+        got = 0
+        waited = False
+        while got < want:
+            if not self.green:
+                coop.wait_fd(self.fd, timeout=self.idle_timeout)
+            try:
+                count = self._file.readinto(self.view[got:want])
+            except (IOError, OSError) as exc:
+                if exc.errno == errno.EINTR:
+                    continue
+                if exc.errno != errno.EAGAIN:
+                    raise
+                count = None
+            if count is None:
+                coop.wait_fd(self.fd, timeout=self.idle_timeout)
+                waited = True
+                continue
+            if count == 0:
+                break
+            got += count
+        return got, waited
+
+    def close(self):
+        self.view = None
+        self.buffer = None
+        self._file.close()
+
+
+class PipeWriter(object):
+    """Writes to a child's stdin in large pieces, never blocking the hub.
+
+    The fd is non-blocking in both modes: a full pipe waits in
+    ``trampoline`` or ``poll`` with the idle timeout, so a child that
+    stops reading cannot hang the upload forever.
+    """
+
+    def __init__(self, fd, idle_timeout):
+        self.fd = fd
+        self.idle_timeout = idle_timeout
+        set_blocking(fd, False)
+        self._file = io.FileIO(fd, 'wb', closefd=True)
+
+    def write(self, data):
+        """Write all of data; return whether we had to wait for the child.
+
+        Raises IOError/OSError with EPIPE when the child has gone.
+        """
+        view = memoryview(data)
+        pos = 0
+        waited = False
+        total = len(view)
+        while pos < total:
+            try:
+                count = self._file.write(view[pos:])
+            except (IOError, OSError) as exc:
+                if exc.errno == errno.EINTR:
+                    continue
+                if exc.errno != errno.EAGAIN:
+                    raise
+                count = None
+            if count is None:
+                coop.wait_fd(self.fd, write=True, timeout=self.idle_timeout)
+                waited = True
+                continue
+            pos += count
+        return waited
+
+    def close(self):
+        if not self._file.closed:
+            self._file.close()
+
+    @property
+    def closed(self):
+        return self._file.closed

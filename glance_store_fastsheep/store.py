@@ -1,0 +1,321 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The glance_store driver: ``fastsheep``, serving ``sheepdog://`` URIs.
+
+Loaded by entry-point name ``fastsheep`` (a second ``sheepdog`` entry
+point would collide with the in-tree one and glance would disable both).
+It answers to two URI schemes: ``sheepdog``, the form every in-tree
+location was written in and the one it writes, and ``fastsheep``, because
+current glance_store finds a backend by looking its entry-point name up
+as a scheme. The same class works with Pike's ``Store(conf)`` and with
+multi-store ``Store(conf, backend)``; ``add`` follows whichever contract
+the installed glance_store has.
+"""
+
+import hashlib
+import time
+
+from glance_store import capabilities
+from glance_store.common import utils
+from glance_store import driver
+from glance_store import exceptions
+from glance_store import location
+from oslo_config import cfg
+from oslo_log import log as logging
+from oslo_utils import excutils
+
+from glance_store_fastsheep import cli
+from glance_store_fastsheep import download
+from glance_store_fastsheep import opts
+from glance_store_fastsheep import settings as settings_mod
+from glance_store_fastsheep import upload
+
+LOG = logging.getLogger(__name__)
+
+SCHEMES = ('sheepdog', 'fastsheep')
+# glance_store 0.26.0 (Rocky) added hashing_algo and the 5-tuple result.
+MULTIHASH = hasattr(driver, 'back_compat_add')
+
+
+def _hasher(algo):
+    get_hasher = getattr(utils, 'get_hasher', None)
+    if get_hasher is not None:
+        return get_hasher(algo, False)
+    return hashlib.new(str(algo))
+
+
+class StoreLocation(location.StoreLocation):
+    """``sheepdog://ADDRESS:PORT:IMAGE``, exactly as the Pike driver wrote it.
+
+    ``sheepdog://IMAGE`` (the pre-Mitaka form) means the configured
+    address and port. An IPv6 address is written bare, as Pike did; the
+    port and image are the last two ``:`` fields.
+    """
+
+    def process_specs(self):
+        self.image = self.specs.get('image')
+        self.addr = self.specs.get('addr')
+        self.port = int(self.specs.get('port'))
+
+    def get_uri(self):
+        return 'sheepdog://%s:%d:%s' % (self.addr, self.port, self.image)
+
+    def _group(self):
+        return getattr(self.conf, getattr(self, 'backend_group', None) or
+                       'glance_store')
+
+    def parse_uri(self, uri):
+        for scheme in SCHEMES:
+            prefix = scheme + '://'
+            if uri.startswith(prefix):
+                rest = uri[len(prefix):]
+                break
+        else:
+            raise exceptions.BadStoreUri(
+                message='URI must start with sheepdog://')
+        pieces = rest.rsplit(':', 2)
+        try:
+            if len(pieces) == 3:
+                self.addr = cli.validate_address(pieces[0])
+                self.port = cli.validate_port(pieces[1])
+                self.image = cli.validate_name(pieces[2])
+            elif len(pieces) == 1:
+                group = self._group()
+                self.addr = cli.validate_address(group.sheepdog_store_address)
+                self.port = cli.validate_port(group.sheepdog_store_port)
+                self.image = cli.validate_name(pieces[0])
+            else:
+                raise ValueError('expected ADDRESS:PORT:IMAGE')
+        except ValueError as exc:
+            raise exceptions.BadStoreUri(
+                message='bad sheepdog location %s: %s' % (uri, exc))
+
+
+class Store(driver.Store):
+    """Sheepdog images through one streamed ``dog`` process per transfer."""
+
+    # What the in-tree driver declared, plus ranged reads, which it
+    # accepted but ignored and which this driver serves.
+    _CAPABILITIES = (capabilities.BitMasks.RW_ACCESS |
+                     capabilities.BitMasks.READ_RANDOM |
+                     capabilities.BitMasks.DRIVER_REUSABLE)
+    OPTIONS = opts.SHEEPDOG_OPTS
+    EXAMPLE_URL = 'sheepdog://addr:port:image'
+
+    def __init__(self, conf, backend=None):
+        if backend is None:
+            # Pike's base class takes no backend argument.
+            super(Store, self).__init__(conf)
+        else:
+            super(Store, self).__init__(conf, backend=backend)
+        self.backend_group = backend
+        self._settings = None
+        self._register_options()
+
+    def _register_options(self):
+        """Register every option that is not registered yet, one by one.
+
+        Pike's ``glance_store.register_opts`` registers the in-tree
+        driver's three sheepdog options (same names and types, other help
+        text) before any store loads; the base class registers the list
+        in one call, which stops at the first of those duplicates and
+        would leave the options added here unregistered.
+        """
+        group = self.backend_group or 'glance_store'
+        for opt in self.OPTIONS:
+            try:
+                self.conf.register_opt(opt, group=group)
+            except cfg.DuplicateOptError:
+                pass
+
+    def get_schemes(self):
+        return SCHEMES
+
+    def _group(self):
+        return getattr(self.conf, self.backend_group or 'glance_store')
+
+    @property
+    def settings(self):
+        """Checked option values; built on first use if never configured."""
+        if self._settings is None:
+            try:
+                self._settings = settings_mod.Settings(
+                    self._group(), require_command=False)
+            except settings_mod.ConfigError as exc:
+                raise exceptions.BackendException(
+                    'fastsheep store misconfigured: %s' % exc)
+        return self._settings
+
+    def configure_add(self):
+        """Check the options, the CLI and the cluster.
+
+        Raises BadStoreConfiguration, on which glance_store disables
+        uploads and deletes but keeps reads: a cluster that is down at
+        start-up may be back when the first image is read.
+        """
+        name = self.backend_group or 'fastsheep'
+        try:
+            current = settings_mod.Settings(self._group())
+        except settings_mod.ConfigError as exc:
+            LOG.error('fastsheep store %s: %s', name, exc)
+            raise exceptions.BadStoreConfiguration(store_name=name,
+                                                   reason=str(exc))
+        self._settings = current
+        self.READ_CHUNKSIZE = current.read_size
+        self.WRITE_CHUNKSIZE = current.chunk_size
+        try:
+            current.cli.list(current.address, current.port)
+        except Exception as exc:
+            reason = ('sheepdog cluster at %s:%d does not answer `%s vdi '
+                      'list`: %s' % (current.address, current.port,
+                                     current.command, exc))
+            LOG.error('fastsheep store %s: %s', name, reason)
+            raise exceptions.BadStoreConfiguration(store_name=name,
+                                                   reason=reason)
+        LOG.info('fastsheep store %s: %s at %s:%d, read size %d, pipe %d, '
+                 'chunk %d MiB, %d writes in flight', name, current.command,
+                 current.address, current.port, current.read_size,
+                 current.pipe_size, current.chunk_size // opts.MIB,
+                 current.write_concurrency)
+
+    def _location(self, name, address, port):
+        specs = {'image': name, 'addr': address, 'port': port}
+        if self.backend_group:
+            return StoreLocation(specs, self.conf,
+                                 backend_group=self.backend_group)
+        return StoreLocation(specs, self.conf)
+
+    def _stat(self, loc):
+        info = self.settings.cli.stat(loc.addr, loc.port, loc.image)
+        if info is None:
+            raise exceptions.NotFound(
+                message='sheepdog image %s does not exist at %s:%d'
+                % (loc.image, loc.addr, loc.port))
+        return info
+
+    @capabilities.check
+    def get(self, location, offset=0, chunk_size=None, context=None):
+        """Return (iterable of bytes, number of bytes it will yield)."""
+        loc = location.store_location
+        size = self._stat(loc).size
+        offset = offset or 0
+        if offset < 0 or offset > size:
+            raise exceptions.BackendException(
+                'offset %d outside sheepdog image %s of %d bytes'
+                % (offset, loc.image, size))
+        length = size - offset
+        if chunk_size is not None:
+            length = min(length, chunk_size)
+        return (download.ReadStream(self.settings, loc.addr, loc.port,
+                                    loc.image, offset, length), length)
+
+    def get_size(self, location, context=None):
+        return self._stat(location.store_location).size
+
+    @capabilities.check
+    def delete(self, location, context=None):
+        """Delete the VDI; NotFound when missing.
+
+        ``dog vdi delete`` exits 0 for a missing VDI and even when the
+        daemon is down, so existence is checked before and after.
+        """
+        loc = location.store_location
+        self._stat(loc)
+        self.settings.cli.check('delete', loc.addr, loc.port, loc.image)
+        if self.settings.cli.stat(loc.addr, loc.port, loc.image) is not None:
+            raise exceptions.BackendException(
+                'sheepdog image %s still exists after `vdi delete`'
+                % loc.image)
+        LOG.info('Deleted sheepdog image %s at %s:%d', loc.image, loc.addr,
+                 loc.port)
+
+    def _delete_partial(self, current, name):
+        try:
+            current.cli.check('delete', current.address, current.port, name)
+            if current.cli.stat(current.address, current.port,
+                                name) is not None:
+                raise exceptions.BackendException('still listed')
+        except Exception as exc:
+            LOG.error('Could not delete the partial sheepdog image %s at '
+                      '%s:%d after a failed upload: %s', name,
+                      current.address, current.port, exc)
+        else:
+            LOG.info('Deleted the partial sheepdog image %s after a failed '
+                     'upload', name)
+
+    def _add(self, image_id, image_file, image_size, hashing_algo,
+             verifier):
+        current = self.settings
+        try:
+            name = cli.validate_name(image_id)
+        except ValueError as exc:
+            raise exceptions.Invalid(message='cannot store image %s in '
+                                     'sheepdog: %s' % (image_id, exc))
+        if current.cli.stat(current.address, current.port, name):
+            raise exceptions.Duplicate(
+                message='sheepdog image %s already exists' % name)
+        checksum = _hasher('md5')
+        multihash = _hasher(hashing_algo) if hashing_algo else None
+        digest = upload.Digest([h for h in (checksum, multihash) if h],
+                               verifier)
+        uploader = upload.Uploader(current, current.address, current.port,
+                                   name)
+        source = upload.Source(image_file)
+        started = time.time()
+        try:
+            if image_size and image_size > 0:
+                written = uploader.write_known(source, digest, image_size)
+            else:
+                written = uploader.write_unknown(source, digest)
+            info = current.cli.stat(current.address, current.port, name)
+            if info is None or info.size != written:
+                raise exceptions.BackendException(
+                    'sheepdog image %s is %s bytes after writing %d'
+                    % (name, info and info.size, written))
+        except BaseException as exc:
+            with excutils.save_and_reraise_exception():
+                LOG.error('Upload of image %s to sheepdog failed: %s',
+                          name, exc)
+                uploader.abort()
+                if uploader.created:
+                    self._delete_partial(current, name)
+        elapsed = max(time.time() - started, 1e-6)
+        LOG.info('Stored image %s in sheepdog at %s:%d: %d bytes in %.2fs '
+                 '(%.1f MB/s)', name, current.address, current.port,
+                 written, elapsed, written / elapsed / 1e6)
+        metadata = {}
+        if self.backend_group:
+            metadata['store'] = self.backend_group
+        uri = self._location(name, current.address, current.port).get_uri()
+        return (uri, written, checksum.hexdigest(),
+                multihash.hexdigest() if multihash else None, metadata)
+
+    if MULTIHASH:
+        @driver.back_compat_add
+        @capabilities.check
+        def add(self, image_id, image_file, image_size, hashing_algo,
+                context=None, verifier=None):
+            """Store an image; return the 5-tuple of glance_store >= 0.26.
+
+            (``back_compat_add`` turns it into the old 4-tuple for
+            callers that pass no hashing_algo.)
+            """
+            return self._add(image_id, image_file, image_size, hashing_algo,
+                             verifier)
+    else:
+        @capabilities.check
+        def add(self, image_id, image_file, image_size, context=None,
+                verifier=None):
+            """Store an image; return Pike's (uri, size, md5, metadata)."""
+            uri, written, checksum, _multihash, metadata = self._add(
+                image_id, image_file, image_size, None, verifier)
+            return (uri, written, checksum, metadata)

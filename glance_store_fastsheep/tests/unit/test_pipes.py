@@ -1,0 +1,127 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import fcntl
+import os
+import threading
+
+from oslotest import base
+
+from glance_store_fastsheep import coop
+from glance_store_fastsheep import pipes
+
+
+class PipeSizeTest(base.BaseTestCase):
+
+    def test_enlarged(self):
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        self.addCleanup(os.close, write_fd)
+        self.assertEqual(256 * 1024, pipes.set_pipe_size(read_fd, 256 * 1024))
+
+    def test_zero_keeps_kernel_default(self):
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        self.addCleanup(os.close, write_fd)
+        before = fcntl.fcntl(read_fd, pipes.F_GETPIPE_SZ)
+        self.assertEqual(before, pipes.set_pipe_size(read_fd, 0))
+
+    def test_refusal_is_not_fatal(self):
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        self.addCleanup(os.close, write_fd)
+        # Far above any pipe-max-size: refused (EPERM/ENOMEM), no raise.
+        self.assertIsNotNone(pipes.set_pipe_size(read_fd, 1 << 40))
+
+
+class ReaderTest(base.BaseTestCase):
+
+    def _pipe(self):
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(self._close, write_fd)
+        return read_fd, write_fd
+
+    def _close(self, fd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+    def test_fills_whole_buffer_across_writes(self):
+        read_fd, write_fd = self._pipe()
+        reader = pipes.PipeReader(read_fd, 8, idle_timeout=5)
+        self.addCleanup(reader.close)
+        os.write(write_fd, b'abc')
+        feeder = threading.Timer(0.05, os.write, (write_fd, b'defghij'))
+        feeder.start()
+        self.addCleanup(feeder.join)
+        count, _waited = reader.fill(8)
+        self.assertEqual(8, count)
+        self.assertEqual(b'abcdefgh', reader.view[:count].tobytes())
+
+    def test_short_at_eof(self):
+        read_fd, write_fd = self._pipe()
+        reader = pipes.PipeReader(read_fd, 8, idle_timeout=5)
+        self.addCleanup(reader.close)
+        os.write(write_fd, b'xyz')
+        os.close(write_fd)
+        self.assertEqual(3, reader.fill(8)[0])
+        self.assertEqual(0, reader.fill(8)[0])
+
+    def test_idle_timeout(self):
+        read_fd, _write_fd = self._pipe()
+        reader = pipes.PipeReader(read_fd, 8, idle_timeout=0.2)
+        self.addCleanup(reader.close)
+        self.assertRaises(coop.Timeout, reader.fill, 8)
+
+    def test_native_reads_are_blocking(self):
+        read_fd, _write_fd = self._pipe()
+        reader = pipes.PipeReader(read_fd, 8, idle_timeout=1)
+        self.addCleanup(reader.close)
+        flags = fcntl.fcntl(read_fd, fcntl.F_GETFL)
+        self.assertFalse(flags & os.O_NONBLOCK)
+
+
+class WriterTest(base.BaseTestCase):
+
+    def test_large_write_through_small_pipe(self):
+        read_fd, write_fd = os.pipe()
+        writer = pipes.PipeWriter(write_fd, idle_timeout=5)
+        self.addCleanup(writer.close)
+        data = os.urandom(3 * 1024 * 1024 + 7)
+        received = []
+
+        def drain():
+            with os.fdopen(read_fd, 'rb') as source:
+                received.append(source.read())
+
+        thread = threading.Thread(target=drain)
+        thread.start()
+        self.assertTrue(writer.write(data))  # the 64 KiB pipe filled up
+        writer.close()
+        thread.join()
+        self.assertEqual(data, received[0])
+
+    def test_reader_gone(self):
+        read_fd, write_fd = os.pipe()
+        writer = pipes.PipeWriter(write_fd, idle_timeout=5)
+        self.addCleanup(writer.close)
+        os.close(read_fd)
+        exc = self.assertRaises((IOError, OSError), writer.write, b'x')
+        self.assertEqual(32, exc.errno)  # EPIPE
+
+    def test_stalled_reader_times_out(self):
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        writer = pipes.PipeWriter(write_fd, idle_timeout=0.2)
+        self.addCleanup(writer.close)
+        self.assertRaises(coop.Timeout, writer.write, b'x' * (1 << 20))

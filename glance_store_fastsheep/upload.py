@@ -1,0 +1,330 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Uploads: object-aligned chunk writes, several in flight.
+
+Each chunk goes to its own ``dog vdi write NAME OFFSET LEN`` child with an
+explicit offset and length (a short stdin would make ``dog`` zero-pad to
+the next object). The image is read once, in read-size pieces, and every
+piece is hashed, given to the verifier and written to the current child's
+stdin in that order, so memory never holds a chunk when the size is
+known. Up to ``write_concurrency`` children exist at once: the ones for
+the next chunks are started before their data arrives and the finished
+ones commit and exit while the next chunk streams, which is where a
+write-then-wait loop loses its time (the CephFS kernel client lesson).
+"""
+
+import collections
+import errno
+import os
+import subprocess
+import tempfile
+
+from glance_store import exceptions
+from oslo_log import log as logging
+
+from glance_store_fastsheep import cli
+from glance_store_fastsheep import coop
+from glance_store_fastsheep import pipes
+
+LOG = logging.getLogger(__name__)
+
+
+class _ChildGone(Exception):
+    """The writer closed its stdin early; its exit status says why."""
+
+
+class WriteProcess(object):
+    """One `dog vdi write NAME OFFSET LENGTH` child and its stdin pipe."""
+
+    def __init__(self, settings, address, port, name, offset, length):
+        self.name = name
+        self.offset = offset
+        self.length = length
+        self.sent = 0
+        self.idle_timeout = settings.transfer_timeout
+        argv = settings.cli.argv('write', address, port, name, offset,
+                                 length)
+        self._stderr = tempfile.TemporaryFile()
+        read_fd, write_fd = os.pipe()
+        pipes.set_pipe_size(write_fd, settings.pipe_size)
+        devnull = open(os.devnull, 'wb')
+        try:
+            self.proc = subprocess.Popen(argv, stdin=read_fd, stdout=devnull,
+                                         stderr=self._stderr, close_fds=True)
+        except OSError as exc:
+            os.close(write_fd)
+            self._stderr.close()
+            raise exceptions.BackendException(
+                'cannot run %s: %s' % (argv[0], exc))
+        finally:
+            os.close(read_fd)
+            devnull.close()
+        self.writer = pipes.PipeWriter(write_fd, self.idle_timeout)
+        LOG.debug('Started `%s` (pid %s)', ' '.join(argv), self.proc.pid)
+
+    def feed(self, data):
+        """Write data to the child; return whether we had to wait."""
+        try:
+            waited = self.writer.write(data)
+        except coop.Timeout:
+            raise exceptions.BackendException(
+                'sheepdog `vdi write` of %s at offset %d took no data for '
+                '%ss; killed' % (self.name, self.offset, self.idle_timeout))
+        except (IOError, OSError) as exc:
+            if exc.errno == errno.EPIPE:
+                raise _ChildGone()
+            raise
+        self.sent += len(data)
+        return waited
+
+    def end_input(self):
+        self.writer.close()
+
+    def done(self):
+        return self.proc.poll() is not None
+
+    def finish(self):
+        """Wait for the exit; raise the CLI's error if it failed.
+
+        The child is reaped and its fds released whatever happens.
+        """
+        try:
+            self.end_input()
+            try:
+                status = coop.wait_process(self.proc, self.idle_timeout)
+            except coop.Timeout:
+                raise exceptions.BackendException(
+                    'sheepdog `vdi write` of %s at offset %d did not exit '
+                    '%ss after its input ended' % (self.name, self.offset,
+                                                   self.idle_timeout))
+            if status != 0:
+                self._stderr.seek(0)
+                raise cli.error_for('write', self.name, status,
+                                    self._stderr.read())
+            LOG.debug('Wrote %d bytes of %s at offset %d', self.length,
+                      self.name, self.offset)
+        finally:
+            self.close()
+
+    def close(self):
+        """Release fds; kill and reap the child if it still runs."""
+        self.writer.close()
+        if coop.kill_and_reap(self.proc) is None:
+            LOG.warning('`dog vdi write` pid %s of %s survived SIGKILL; left '
+                        'to be reaped later', self.proc.pid, self.name)
+        self._stderr.close()
+
+
+class Source(object):
+    """The image data as read-size pieces, whatever glance handed us.
+
+    glance passes a file-like object (``read(n)``, possibly returning
+    less) or, when copying between stores, an iterator of arbitrary
+    pieces; both come out here as pieces of at most ``size`` bytes.
+    """
+
+    def __init__(self, image_file):
+        self._read = getattr(image_file, 'read', None)
+        self._iter = None if self._read else iter(image_file)
+        self._pending = b''
+
+    def read(self, size):
+        """At most size bytes; b'' only at the end of the data."""
+        if self._read is not None:
+            return self._read(size)
+        while not self._pending:
+            try:
+                self._pending = next(self._iter)
+            except StopIteration:
+                return b''
+        piece = self._pending[:size]
+        self._pending = self._pending[size:]
+        return piece
+
+
+class Digest(object):
+    """The checksum, multihash and verifier, fed piece by piece in order."""
+
+    def __init__(self, hashers, verifier):
+        self.hashers = hashers
+        self.verifier = verifier
+
+    def update(self, piece):
+        for hasher in self.hashers:
+            hasher.update(piece)
+        if self.verifier is not None:
+            self.verifier.update(piece)
+
+
+class Uploader(object):
+    """Writes one image into a new VDI; the caller deletes it on failure."""
+
+    def __init__(self, settings, address, port, name):
+        self.settings = settings
+        self.address = address
+        self.port = port
+        self.name = name
+        self.created = False
+        self.size = 0
+        self._active = collections.deque()
+
+    # control commands -------------------------------------------------
+
+    def _create(self, size):
+        self.settings.cli.check('create', self.address, self.port,
+                                self.name, size)
+        self.created = True
+        self.size = size
+
+    def _grow(self, size):
+        if size > self.size:
+            self.settings.cli.check('resize', self.address, self.port,
+                                    self.name, size)
+            self.size = size
+
+    # writers ----------------------------------------------------------
+
+    def _spawn(self, offset, length):
+        child = WriteProcess(self.settings, self.address, self.port,
+                             self.name, offset, length)
+        self._active.append(child)
+        return child
+
+    def _reap_finished(self):
+        """Collect writers that are done; raise the first failure."""
+        while self._active and self._active[0].writer.closed \
+                and self._active[0].done():
+            self._active.popleft().finish()
+
+    def _wait_oldest(self):
+        child = self._active.popleft()
+        child.finish()
+
+    def _make_room(self):
+        self._reap_finished()
+        while len(self._active) >= self.settings.write_concurrency:
+            self._wait_oldest()
+
+    def _feed(self, child, pieces):
+        """Stream pieces (an iterable) into child; return bytes fed."""
+        fed = 0
+        try:
+            for piece in pieces:
+                if not child.feed(piece):
+                    coop.give_way()
+                fed += len(piece)
+        except _ChildGone:
+            # The child exited before taking everything: its status and
+            # stderr explain why (finish raises); if it claims success
+            # the short write is still an error.
+            self._active.remove(child)
+            child.finish()
+            raise exceptions.BackendException(
+                'sheepdog `vdi write` of %s at offset %d stopped reading '
+                'after %d of %d bytes' % (self.name, child.offset,
+                                          child.sent, child.length))
+        child.end_input()
+        return fed
+
+    def abort(self):
+        """Kill and reap every writer still alive."""
+        while self._active:
+            self._active.popleft().close()
+
+    # the two upload shapes --------------------------------------------
+
+    def write_known(self, source, digest, image_size):
+        """Upload exactly image_size bytes; Invalid when the data differs.
+
+        Writers for the next chunks are spawned ahead, up to the
+        concurrency limit, so their start-up overlaps this chunk's data.
+        """
+        self._create(image_size)
+        chunk = self.settings.chunk_size
+        bounds = [(offset, min(chunk, image_size - offset))
+                  for offset in range(0, image_size, chunk)]
+        spawned = 0
+        written = 0
+        for index, (offset, length) in enumerate(bounds):
+            self._reap_finished()
+            while (spawned < len(bounds) and
+                   len(self._active) < self.settings.write_concurrency):
+                self._spawn(*bounds[spawned])
+                spawned += 1
+            if spawned <= index:
+                self._make_room()
+                self._spawn(offset, length)
+                spawned += 1
+            child = [c for c in self._active if c.offset == offset][0]
+            written += self._feed(child, self._pieces(source, digest,
+                                                      length, written))
+        extra = source.read(1)
+        if extra:
+            raise exceptions.Invalid(
+                message='image data is larger than the %d bytes announced'
+                % image_size)
+        self.finish_all()
+        return written
+
+    def _pieces(self, source, digest, length, written):
+        read_size = self.settings.read_size
+        left = length
+        while left > 0:
+            piece = source.read(min(read_size, left))
+            if not piece:
+                raise exceptions.Invalid(
+                    message='image data ended after %d of the %d bytes '
+                    'announced' % (written + length - left,
+                                   self.size))
+            digest.update(piece)
+            left -= len(piece)
+            yield piece
+
+    def write_unknown(self, source, digest):
+        """Upload data of unknown size: grow the VDI chunk by chunk.
+
+        A VDI cannot be shrunk, so a chunk's length must be known before
+        the VDI grows for it: each chunk is collected in memory (at most
+        chunk_size bytes) and then written while the next one is read.
+        """
+        chunk = self.settings.chunk_size
+        read_size = self.settings.read_size
+        offset = 0
+        while True:
+            pieces = []
+            length = 0
+            while length < chunk:
+                piece = source.read(min(read_size, chunk - length))
+                if not piece:
+                    break
+                digest.update(piece)
+                pieces.append(piece)
+                length += len(piece)
+                coop.give_way()
+            if not self.created:
+                self._create(length)
+            elif length:
+                self._grow(offset + length)
+            if length:
+                self._make_room()
+                child = self._spawn(offset, length)
+                self._feed(child, pieces)
+                del pieces
+                offset += length
+            if length < chunk:
+                break
+        self.finish_all()
+        return offset
+
+    def finish_all(self):
+        while self._active:
+            self._wait_oldest()
