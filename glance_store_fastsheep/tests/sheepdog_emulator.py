@@ -220,16 +220,117 @@ def cluster_dir(root, addr, port):
     return os.path.join(root, addr_to_str(addr, int(port)))
 
 
+_JSON_CONST = {'true': True, 'false': False, 'null': None}
+_JSON_ESC = {'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f',
+             'n': '\n', 'r': '\r', 't': '\t'}
+_JSON_NUM = frozenset('+-0123456789.eE')
+
+
+def _parse_json(text):
+    """A small JSON reader for the emulator's own files.
+
+    ``import json`` pulls in ``re`` and costs more than the rest of a
+    ``vdi read`` call's start-up, which every call of the Pike driver
+    pays; sidecars and knobs are tiny, so a plain recursive reader does.
+    """
+    pos = [0]
+
+    def skip():
+        while pos[0] < len(text) and text[pos[0]] in ' \t\r\n':
+            pos[0] += 1
+
+    def value():
+        skip()
+        char = text[pos[0]]
+        if char == '{':
+            pos[0] += 1
+            obj = {}
+            skip()
+            if text[pos[0]] == '}':
+                pos[0] += 1
+                return obj
+            while True:
+                skip()
+                key = value()
+                skip()
+                if text[pos[0]] != ':':
+                    raise ValueError('expected : at %d' % pos[0])
+                pos[0] += 1
+                obj[key] = value()
+                skip()
+                pos[0] += 1
+                if text[pos[0] - 1] == '}':
+                    return obj
+                if text[pos[0] - 1] != ',':
+                    raise ValueError('expected , at %d' % pos[0])
+        if char == '[':
+            pos[0] += 1
+            items = []
+            skip()
+            if text[pos[0]] == ']':
+                pos[0] += 1
+                return items
+            while True:
+                items.append(value())
+                skip()
+                pos[0] += 1
+                if text[pos[0] - 1] == ']':
+                    return items
+                if text[pos[0] - 1] != ',':
+                    raise ValueError('expected , at %d' % pos[0])
+        if char == '"':
+            pos[0] += 1
+            parts = []
+            while True:
+                char = text[pos[0]]
+                pos[0] += 1
+                if char == '"':
+                    return ''.join(parts)
+                if char == '\\':
+                    esc = text[pos[0]]
+                    pos[0] += 1
+                    if esc == 'u':
+                        parts.append(chr(int(text[pos[0]:pos[0] + 4], 16)))
+                        pos[0] += 4
+                    else:
+                        parts.append(_JSON_ESC[esc])
+                else:
+                    parts.append(char)
+        for word, const in _JSON_CONST.items():
+            if text.startswith(word, pos[0]):
+                pos[0] += len(word)
+                return const
+        start = pos[0]
+        while pos[0] < len(text) and text[pos[0]] in _JSON_NUM:
+            pos[0] += 1
+        number = text[start:pos[0]]
+        if not number:
+            raise ValueError('unexpected %r at %d' % (char, start))
+        if '.' in number or 'e' in number or 'E' in number:
+            return float(number)
+        return int(number)
+
+    result = value()
+    skip()
+    if pos[0] != len(text):
+        raise ValueError('trailing data at %d' % pos[0])
+    return result
+
+
 def _read_json(path, default=None):
     try:
         with open(path, 'rb') as src:
             data = src.read()
     except (IOError, OSError):
         return default
-    if not data.strip():
+    text = data.decode('utf-8')
+    if not text.strip():
         return default
-    import json
-    return json.loads(data.decode('utf-8'))
+    try:
+        return _parse_json(text)
+    except (ValueError, IndexError, KeyError):
+        import json  # unusual content: let the real parser judge it
+        return json.loads(text)
 
 
 def _write_json(path, obj):

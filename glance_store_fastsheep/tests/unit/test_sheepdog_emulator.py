@@ -613,3 +613,15 @@ class TestSetUp(base.BaseTestCase):
             self.assertFalse(enc.startswith('.'))
             self.assertLessEqual(len(enc), 255)
         self.assertTrue(re.match(r'^[A-Za-z0-9._%~-]+$', ''.join(encoded)))
+
+    def test_small_json_reader_agrees_with_json(self):
+        import json
+        for value in ({}, [], {'a': 1, 'b': [1, 2.5, 'x', None, True, False],
+                               'c': 'q"\\\n\u00e9\t/', 'd': -3, 'e': 1e-3,
+                               'f': [[], {}]}):
+            for text in (json.dumps(value), json.dumps(value, indent=2),
+                         json.dumps(value, ensure_ascii=False)):
+                self.assertEqual(value, emulator._parse_json(text))
+        for bad in ('{', '{"a" 1}', '[1 2]', 'tru', '{"a": 1} x'):
+            self.assertRaises((ValueError, IndexError, KeyError),
+                              emulator._parse_json, bad)
