@@ -74,7 +74,19 @@ def run_worker(argv, env=None, timeout=600, stdin=None):
 
 
 def peak_rss_mib():
-    """This process's peak RSS so far, in MiB (Linux reports KiB)."""
+    """This process's peak RSS so far, in MiB.
+
+    VmHWM from /proc, not ru_maxrss: Linux carries ru_maxrss across
+    execve, so a worker spawned (vfork/fork + exec) by a bigger parent
+    would report the parent's peak as its own.
+    """
+    try:
+        with open('/proc/self/status') as status:
+            for line in status:
+                if line.startswith('VmHWM:'):
+                    return int(line.split()[1]) / 1024.0
+    except (IOError, OSError, ValueError):
+        pass
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 

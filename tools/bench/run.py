@@ -42,6 +42,16 @@ def _section_name(module_name):
     return module_name[:-len('_bench')]
 
 
+def _import_section(name):
+    """The section module, or None while it has not been written yet."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        if getattr(exc, 'name', None) != name:
+            raise
+        return None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--json', metavar='FILE',
@@ -55,8 +65,8 @@ def main(argv=None):
                             _section_name(s) for s in SECTIONS))
     parser.add_argument('--strict', action='store_true',
                         help='exit 1 when a ratio misses its target')
-    modules = [importlib.import_module(name) for name in SECTIONS]
-    for module in modules:
+    modules = [_import_section(name) for name in SECTIONS]
+    for module in filter(None, modules):
         if hasattr(module, 'add_arguments'):
             module.add_arguments(parser)
     args = parser.parse_args(argv)
@@ -70,6 +80,10 @@ def main(argv=None):
     started = time.time()
     for name, module in zip(SECTIONS, modules):
         if wanted and _section_name(name) not in wanted:
+            continue
+        if module is None:
+            report.note('section %s is not available (%s.py missing)'
+                        % (_section_name(name), name))
             continue
         sys.stderr.write('bench: running %s\n' % _section_name(name))
         module.run(args, report)
