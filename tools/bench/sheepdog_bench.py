@@ -1,0 +1,700 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Sheepdog section: Pike's in-tree driver against glance_store_fastsheep.
+
+Both drivers run side by side in one run, on one emulated cluster (the
+sheepdog CLI emulator of glance_store_fastsheep/tests, test tooling), and
+are driven only through the glance_store Store API: ``Store(conf)``,
+``configure()``, ``get(location)`` and ``add(...)``, with each location
+built from the driver module's own ``StoreLocation`` and the URI
+``sheepdog://ADDR:PORT:IMAGE``. Every row is a child worker process
+(``common.run_worker``) so that its peak RSS and its eventlet
+monkey-patching are its own.
+
+Rows (MB/s = 10**6 bytes per second, medians of the timed repeats):
+
+* ``ceiling``: ``dog vdi read | dd bs=4M of=/dev/null`` as a shell
+  pipeline, by wall time; the emulator's own pipe ceiling.
+* ``pike_get_eventlet``: Pike download under eventlet.
+* ``fastsheep_get_eventlet`` / ``_threads``: fastsheep download under
+  eventlet (monkey-patched) and in a native thread; plus
+  ``fastsheep_get_eventlet_chunkN`` with another ``chunk_size`` for the
+  memory bound.
+* ``pike_put_eventlet``, ``fastsheep_put_eventlet`` / ``_threads``.
+* ``fastsheep_put_serial_50ms`` / ``_concurrent_50ms``: uploads with
+  50 ms injected per ``vdi write`` call, write concurrency 1 against the
+  default.
+* ``fastsheep_hub_stall`` / ``pike_hub_stall``: the worst lateness of a
+  green ticker that sleeps 1 ms while the driver gets and then puts the
+  image under eventlet.
+
+Shims applied to the Pike driver, and only to it, so that its rows finish
+with the right bytes on Python 3.11 (its code is not changed):
+
+* Its ``vdi read`` calls get ``binary=True`` forced on
+  ``processutils.execute`` (through a stand-in for the ``processutils``
+  name in the driver module). Without it the image bytes are decoded as
+  text on Python 3: wrong size and sha. Its other calls are unchanged
+  (it parses ``vdi list`` output as text).
+* Its image iterator ends with ``raise StopIteration()`` inside a
+  generator, which Python 3.7+ turns into ``RuntimeError``; the bench
+  treats exactly that error (``__cause__`` is StopIteration) as the end
+  of the iteration.
+
+Methodology notes:
+
+* Byte-exactness: every download row hashes all bytes it received with
+  sha256 in one extra, untimed pass through the same driver path and
+  fails when the digest differs from the source's; each timed pass checks
+  the byte count. Hashing is kept out of the timed passes because sha256
+  (~1-2 GB/s here) is slower than the pipe ceiling the ratios compare
+  with. Upload rows compare the sha256 of the stored VDI with the source.
+* RSS growth is the worker's peak RSS minus its RSS after the imports
+  and ``configure()``, i.e. what the transfers themselves added.
+* The Pike upload rows use a smaller image (it runs at ~8 MB/s); all
+  figures are MB/s, so the ratios stay comparable.
+* The 50 ms latency rows upload in 4 MiB chunks (one sheepdog object per
+  ``vdi write`` call), the shape where waiting for each call before the
+  next costs most; their image size is ``--sheepdog-latency-size``.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+SECTION = 'sheepdog'
+ADDRESS = '127.0.0.1'
+PORT = 7000
+MIB = 1 << 20
+SOURCE_VDI = 'bench-source'
+PIKE_SOURCE_VDI = 'bench-source-pike'
+QUICK_SIZE = 256 * MIB
+FAST_MODULE = 'glance_store_fastsheep.store'
+
+
+def add_arguments(parser):
+    group = parser.add_argument_group('sheepdog section')
+    group.add_argument('--sheepdog-repeats', type=int, default=None,
+                       help='timed repeats per transfer row (default 3; '
+                            'uploads 2 with --quick)')
+    group.add_argument('--sheepdog-pike-put-size', default=None,
+                       help='image size of the Pike upload rows (default '
+                            '64M; 4M with --quick)')
+    group.add_argument('--sheepdog-latency-size', default=None,
+                       help='image size of the 50 ms latency upload rows '
+                            '(default 128M; 32M with --quick)')
+    group.add_argument('--sheepdog-other-chunk-mib', type=int, default=256,
+                       help='second sheepdog_store_chunk_size (MiB) for '
+                            'the download memory row (default 256)')
+    group.add_argument('--sheepdog-root', default=None,
+                       help='directory for the emulated cluster (default: '
+                            'a temporary directory in /dev/shm when it has '
+                            'room, else in TMPDIR)')
+
+
+# -- parent side -------------------------------------------------------------
+
+def _scratch_parent(size, wanted):
+    if wanted:
+        return wanted
+    shm = '/dev/shm'
+    try:
+        stat = os.statvfs(shm)
+        if stat.f_bavail * stat.f_frsize > 4 * size + 512 * MIB:
+            return shm
+    except OSError:
+        pass
+    return None
+
+
+def _make_source(path, size):
+    """Pseudo-random bytes (fast to make), with their sha256 digests."""
+    import hashlib
+    import random
+    rng = random.Random(20171110)
+    digest = hashlib.sha256()
+    with open(path, 'wb') as dst:
+        left = size
+        while left:
+            block = rng.randbytes(min(left, 16 * MIB))
+            dst.write(block)
+            digest.update(block)
+            left -= len(block)
+    return digest.hexdigest()
+
+
+def _sha256_prefix(path, size):
+    import hashlib
+    digest = hashlib.sha256()
+    with open(path, 'rb') as src:
+        left = size
+        while left:
+            block = src.read(min(left, 16 * MIB))
+            if not block:
+                break
+            digest.update(block)
+            left -= len(block)
+    return digest.hexdigest()
+
+
+def _short_error(exc):
+    """The worker's last stderr line (run_worker's first is its argv)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    return lines[-1][:300]
+
+
+class _Section(object):
+
+    def __init__(self, args, report):
+        import common
+        self.common = common
+        self.args = args
+        self.report = report
+        quick = args.quick
+        self.size = min(args.size_bytes, QUICK_SIZE) if quick else \
+            args.size_bytes
+        self.repeats = args.sheepdog_repeats or 3
+        # Uploads are the slow rows: fewer repeats with --quick.
+        self.put_repeats = min(self.repeats, 2) if quick else self.repeats
+        self.pike_put_size = min(self.size, common.parse_size(
+            args.sheepdog_pike_put_size or ('4M' if quick else '64M')))
+        # Pike's download is slow too; --quick keeps it short.
+        self.pike_get_size = min(self.size, 64 * MIB) if quick else \
+            self.size
+        self.latency_size = min(self.size, common.parse_size(
+            args.sheepdog_latency_size or ('32M' if quick else '128M')))
+        self.put_size = min(self.size, 128 * MIB) if quick else self.size
+        self.other_chunk = args.sheepdog_other_chunk_mib
+        self.results = {}
+        self.fast_missing = None
+
+    def row(self, name, params, metrics_of):
+        """Run one worker; record its row (or why it failed)."""
+        params = dict(params, root=self.root, dog=self.dog,
+                      address=ADDRESS, port=PORT)
+        argv = [os.path.abspath(__file__), 'worker', json.dumps(params)]
+        if params.get('driver') == 'fastsheep' and self.fast_missing:
+            self.report.add_row(SECTION, name, status='FAILED: driver not '
+                                'installed (%s)' % self.fast_missing)
+            return None
+        try:
+            result, peak, wall = self.common.run_worker(
+                argv, env=self.env, timeout=900)
+        except RuntimeError as exc:
+            sys.stderr.write('bench: sheepdog row %s failed:\n%s\n'
+                             % (name, exc))
+            self.report.add_row(SECTION, name,
+                                status='FAILED: %s' % _short_error(exc))
+            return None
+        sys.stderr.write('bench: sheepdog row %s: %.1fs\n' % (name, wall))
+        metrics = metrics_of(result)
+        metrics['peak_rss_mib'] = peak
+        self.report.add_row(SECTION, name, **metrics)
+        self.results[name] = result
+        return result
+
+    def ratio(self, name, numerator, denominator, op=None, bound=None,
+              key='mb_s'):
+        num = self.results.get(numerator)
+        den = self.results.get(denominator) if denominator else None
+        if num is None or (denominator and den is None):
+            self._unmeasured(name, op, bound)
+            return
+        value = num[key] if not denominator else num[key] / den[key]
+        self.report.add_ratio(name, round(value, 3), op, bound)
+
+    def _unmeasured(self, name, op, bound):
+        self.report.ratios[name] = None
+        if op is not None:
+            self.report.targets[name] = {'op': op, 'bound': bound,
+                                         'met': False}
+
+    def setup(self):
+        import shutil
+        import subprocess
+        import tempfile
+
+        from glance_store_fastsheep.tests import sheepdog_emulator as emu
+        self.emu = emu
+        parent = _scratch_parent(self.size, self.args.sheepdog_root)
+        self.root = tempfile.mkdtemp(prefix='bench-sheepdog-', dir=parent)
+        self._cleanup = lambda: shutil.rmtree(self.root, ignore_errors=True)
+        emu.init_cluster(self.root, ADDRESS, PORT)
+        bin_dir = os.path.join(self.root, 'bin')
+        self.dog = emu.install_wrappers(bin_dir, self.root)[0]
+        self.env = {'PATH': bin_dir + os.pathsep + os.environ.get('PATH',
+                                                                  '')}
+        self.source = os.path.join(self.root, 'source.img')
+        self.source_sha = _make_source(self.source, self.size)
+        self.prefix_sha = {}
+        for size in (self.pike_put_size, self.latency_size,
+                     self.pike_get_size, self.put_size):
+            self.prefix_sha[size] = _sha256_prefix(self.source, size)
+        self.prefix_sha[self.size] = self.source_sha
+        common_args = ['-a', ADDRESS, '-p', str(PORT)]
+        for name, size in ((SOURCE_VDI, self.size),
+                           (PIKE_SOURCE_VDI, self.pike_get_size)):
+            subprocess.check_call([self.dog, 'vdi', 'create'] +
+                                  common_args + [name, str(size)])
+            with open(self.source, 'rb') as src:
+                subprocess.check_call(
+                    [self.dog, 'vdi', 'write'] + common_args +
+                    [name, '0', str(size)], stdin=src)
+        import importlib.util
+        try:
+            found = importlib.util.find_spec(FAST_MODULE) is not None
+        except ImportError:
+            found = False
+        if not found:
+            self.fast_missing = FAST_MODULE
+
+    def cleanup(self):
+        self._cleanup()
+
+    def knobs(self, **knobs):
+        self.emu.write_knobs(self.root, ADDRESS, PORT, knobs)
+
+    def run(self):
+        size, repeats = self.size, self.repeats
+        get = {'kind': 'get', 'name': SOURCE_VDI, 'size': size,
+               'sha256': self.source_sha, 'repeats': repeats}
+        put = {'kind': 'put', 'source': self.source,
+               'repeats': self.put_repeats}
+
+        def transfer(result):
+            return {'mb_s': result['mb_s'],
+                    'rss_growth_mib': result['rss_growth_mib'],
+                    'size_mib': result['size'] // MIB}
+
+        # Short and cheap: more repeats (the first one warms up).
+        self.row('ceiling', dict(get, kind='ceiling',
+                                 repeats=max(repeats, 4) + 1),
+                 lambda r: {'mb_s': r['mb_s'], 'size_mib': size // MIB})
+        self.row('pike_get_eventlet', dict(
+            get, driver='pike', mode='eventlet', name=PIKE_SOURCE_VDI,
+            size=self.pike_get_size,
+            sha256=self.prefix_sha[self.pike_get_size]), transfer)
+        self.row('fastsheep_get_eventlet', dict(get, driver='fastsheep',
+                                                mode='eventlet'), transfer)
+        self.row('fastsheep_get_threads', dict(get, driver='fastsheep',
+                                               mode='threads'), transfer)
+        other = 'fastsheep_get_eventlet_chunk%d' % self.other_chunk
+        self.row(other, dict(get, driver='fastsheep', mode='eventlet',
+                             repeats=1, opts={
+                                 'sheepdog_store_chunk_size':
+                                 self.other_chunk}), transfer)
+        pike_put = dict(put, size=self.pike_put_size,
+                        sha256=self.prefix_sha[self.pike_put_size],
+                        repeats=1 if self.args.quick else 2)
+        self.row('pike_put_eventlet', dict(pike_put, driver='pike',
+                                           mode='eventlet'), transfer)
+        full_put = dict(put, size=self.put_size,
+                        sha256=self.prefix_sha[self.put_size])
+        self.row('fastsheep_put_eventlet', dict(full_put, driver='fastsheep',
+                                                mode='eventlet'), transfer)
+        self.row('fastsheep_put_threads', dict(full_put, driver='fastsheep',
+                                               mode='threads'), transfer)
+        self.knobs(write_latency_ms=50)
+        try:
+            latency_put = dict(put, size=self.latency_size,
+                               sha256=self.prefix_sha[self.latency_size],
+                               driver='fastsheep', mode='eventlet')
+            self.row('fastsheep_put_serial_50ms', dict(latency_put, opts={
+                'sheepdog_store_chunk_size': 4,
+                'sheepdog_store_write_concurrency': 1}), transfer)
+            self.row('fastsheep_put_concurrent_50ms', dict(
+                latency_put, opts={'sheepdog_store_chunk_size': 4}),
+                transfer)
+        finally:
+            self.knobs()
+
+        def stall(result):
+            return {'hub_max_stall_ms': result['hub_max_stall_ms'],
+                    'get_mb_s': result['get_mb_s'],
+                    'put_mb_s': result['put_mb_s']}
+
+        self.row('fastsheep_hub_stall', {
+            'kind': 'stall', 'driver': 'fastsheep', 'mode': 'eventlet',
+            'name': SOURCE_VDI, 'size': size, 'sha256': self.source_sha,
+            'source': self.source, 'put_size': self.put_size,
+            'put_sha256': self.prefix_sha[self.put_size]}, stall)
+        self.row('pike_hub_stall', {
+            'kind': 'stall', 'driver': 'pike', 'mode': 'eventlet',
+            'name': PIKE_SOURCE_VDI, 'size': self.pike_get_size,
+            'sha256': self.prefix_sha[self.pike_get_size],
+            'source': self.source, 'put_size': self.pike_put_size,
+            'put_sha256': self.prefix_sha[self.pike_put_size]}, stall)
+
+        self.ratio('get_eventlet_vs_ceiling', 'fastsheep_get_eventlet',
+                   'ceiling', '>=', 0.85)
+        self.ratio('get_eventlet_vs_pike', 'fastsheep_get_eventlet',
+                   'pike_get_eventlet', '>=', 8)
+        self.ratio('get_threads_vs_ceiling', 'fastsheep_get_threads',
+                   'ceiling', '>=', 0.85)
+        self.ratio('put_eventlet_vs_pike', 'fastsheep_put_eventlet',
+                   'pike_put_eventlet', '>=', 25)
+        self.ratio('put_eventlet_vs_threads', 'fastsheep_put_eventlet',
+                   'fastsheep_put_threads', '>=', 0.9)
+        self.ratio('put_concurrent_vs_serial',
+                   'fastsheep_put_concurrent_50ms',
+                   'fastsheep_put_serial_50ms', '>=', 3)
+        growth = [self.results[n]['rss_growth_mib']
+                  for n in ('fastsheep_get_eventlet', other)
+                  if n in self.results]
+        if len(growth) == 2:
+            self.report.add_ratio('get_rss_growth_mib', max(growth), '<=',
+                                  16)
+        else:
+            self._unmeasured('get_rss_growth_mib', '<=', 16)
+        self.ratio('hub_max_stall_ms', 'fastsheep_hub_stall', None, '<=',
+                   20, key='hub_max_stall_ms')
+        self.ratio('hub_max_stall_ms_pike', 'pike_hub_stall', None,
+                   key='hub_max_stall_ms')
+        self.report.note(
+            'sheepdog: %d MiB image (uploads %d MiB), %d timed repeat(s) '
+            'per get row and %d per put row (median); '
+            'Pike downloads %d MiB and uploads %d MiB (it runs at ~8 MB/s; '
+            'ratios are MB/s); 50 ms rows upload %d MiB in 4 MiB chunks; '
+            'get_rss_growth_mib is the larger of chunk_size 64 (default) '
+            'and %d MiB; emulator root %s' % (
+                size // MIB, self.put_size // MIB, repeats,
+                self.put_repeats, self.pike_get_size // MIB,
+                self.pike_put_size // MIB, self.latency_size // MIB,
+                self.other_chunk, os.path.dirname(self.root)))
+        if self.fast_missing:
+            self.report.note('sheepdog: fastsheep rows FAILED: driver not '
+                             'installed (%s)' % self.fast_missing)
+
+
+def run(args, report):
+    section = _Section(args, report)
+    try:
+        section.setup()
+        section.run()
+    finally:
+        if getattr(section, '_cleanup', None):
+            section.cleanup()
+
+
+# -- worker side -------------------------------------------------------------
+
+def _median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    if len(values) % 2:
+        return values[mid]
+    return (values[mid - 1] + values[mid]) / 2.0
+
+
+class _Fail(Exception):
+    pass
+
+
+def _shim_pike(module):
+    """binary=True for the Pike driver's processutils calls (see top)."""
+    import types
+
+    from oslo_concurrency import processutils
+
+    def execute(*cmd, **kwargs):
+        if 'read' in cmd:  # image bytes; `vdi list` output stays text
+            kwargs['binary'] = True
+        return processutils.execute(*cmd, **kwargs)
+
+    module.processutils = types.SimpleNamespace(
+        execute=execute,
+        ProcessExecutionError=processutils.ProcessExecutionError)
+
+
+def _iterate(iterable):
+    """Iterate, treating Pike's generator-raised StopIteration as the end."""
+    try:
+        for chunk in iterable:
+            yield chunk
+    except RuntimeError as exc:
+        if not isinstance(exc.__cause__, StopIteration):
+            raise
+
+
+def _store(params):
+    from glance_store import backend
+    from oslo_config import cfg
+    conf = cfg.ConfigOpts()
+    # The generic [glance_store] options every Store needs. Not
+    # glance_store.register_opts(), which would also register the options
+    # of every installed driver: what glance-api does, but an integration
+    # concern, not a transfer measurement.
+    conf.register_opts(backend._STORE_OPTS, group='glance_store')
+    if params['driver'] == 'pike':
+        from glance_store._drivers import sheepdog as module
+        _shim_pike(module)
+        command = 'collie'
+    else:
+        import importlib
+        module = importlib.import_module(FAST_MODULE)
+        command = params['dog']
+    store = module.Store(conf)
+    conf(args=[], default_config_files=[], default_config_dirs=[])
+    overrides = {'sheepdog_store_address': params['address'],
+                 'sheepdog_store_port': params['port']}
+    if params['driver'] != 'pike':
+        overrides['sheepdog_store_command'] = command
+    overrides.update(params.get('opts') or {})
+    for key, value in overrides.items():
+        conf.set_override(key, value, group='glance_store')
+    store.configure(re_raise_bsc=True)
+    return store, module, conf
+
+
+def _location(params, module, conf, name):
+    from glance_store import location
+    uri = 'sheepdog://%s:%d:%s' % (params['address'], params['port'], name)
+    return location.Location('sheepdog', module.StoreLocation, conf,
+                             uri=uri)
+
+
+def _consume(store, loc, digest=None):
+    iterable, size = store.get(loc)
+    count = 0
+    try:
+        for chunk in _iterate(iterable):
+            count += len(chunk)
+            if digest is not None:
+                digest.update(chunk)
+    finally:
+        close = getattr(iterable, 'close', None)
+        if close is not None:
+            close()
+    return count, size
+
+
+def _in_mode(params, func):
+    """Run func() on a native thread for 'threads', else right here."""
+    if params['mode'] != 'threads':
+        return func()
+    import threading
+    box = {}
+
+    def target():
+        try:
+            box['value'] = func()
+        except BaseException as exc:
+            box['error'] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if 'error' in box:
+        raise box['error']
+    return box['value']
+
+
+def _timed(func):
+    import time
+    started = time.monotonic()
+    value = func()
+    return value, time.monotonic() - started
+
+
+def _worker_get(params, common):
+    import hashlib
+    store, module, conf = _store(params)
+    loc = _location(params, module, conf, params['name'])
+    baseline = common.current_rss_mib()
+    times = []
+    for _ in range(params['repeats']):
+        (count, size), elapsed = _in_mode(
+            params, lambda: _timed(lambda: _consume(store, loc)))
+        if count != params['size'] or size != params['size']:
+            raise _Fail('got %d bytes (size %d), expected %d'
+                        % (count, size, params['size']))
+        times.append(elapsed)
+    digest = hashlib.sha256()
+    count, size = _in_mode(params, lambda: _consume(store, loc, digest))
+    if count != params['size'] or digest.hexdigest() != params['sha256']:
+        raise _Fail('bytes differ from the source: %d bytes, sha256 %s, '
+                    'expected %d bytes, %s' % (count, digest.hexdigest(),
+                                               params['size'],
+                                               params['sha256']))
+    growth = max(0.0, common.peak_rss_mib() - baseline)
+    return {'mb_s': round(params['size'] / _median(times) / 1e6, 1),
+            'rss_growth_mib': round(growth, 1),
+            'baseline_rss_mib': round(baseline, 1),
+            'size': params['size'], 'times_s': [round(t, 3) for t in times]}
+
+
+class _Limited(object):
+    """The first `size` bytes of a file, read the way glance hands them."""
+
+    def __init__(self, path, size):
+        self._file = open(path, 'rb')
+        self._left = size
+
+    def read(self, n=-1):
+        if n is None or n < 0 or n > self._left:
+            n = self._left
+        data = self._file.read(n)
+        self._left -= len(data)
+        return data
+
+    def close(self):
+        self._file.close()
+
+
+def _stored_sha256(params, name):
+    from glance_store_fastsheep.tests import sheepdog_emulator as emu
+    cluster = emu.Cluster(params['root'], params['address'], params['port'])
+    path = cluster.data_path(name)
+    size = os.path.getsize(path)
+    return _sha256_prefix(path, size), size, cluster
+
+
+def _put(store, params, size):
+    """Upload the first `size` bytes of the source: (image id, seconds)."""
+    import uuid
+    image_id = str(uuid.uuid4())
+    source = _Limited(params['source'], size)
+    try:
+        result, elapsed = _timed(lambda: store.add(image_id, source, size))
+    finally:
+        source.close()
+    if result[1] != size:
+        raise _Fail('add() reported %d bytes, expected %d'
+                    % (result[1], size))
+    return image_id, elapsed
+
+
+def _check_and_drop(params, image_id, size, sha256):
+    """Fail unless the stored VDI holds the source bytes; then delete it."""
+    stored_sha, stored_size, cluster = _stored_sha256(params, image_id)
+    if stored_size != size or stored_sha != sha256:
+        raise _Fail('stored VDI differs from the source: %d bytes, sha256 '
+                    '%s, expected %d bytes, %s' % (stored_size, stored_sha,
+                                                   size, sha256))
+    cluster.lock(True)
+    try:
+        cluster.delete(image_id)  # keep the cluster (and memory) small
+    finally:
+        cluster.unlock()
+
+
+def _put_once(store, params, size, sha256):
+    image_id, elapsed = _put(store, params, size)
+    _check_and_drop(params, image_id, size, sha256)
+    return elapsed
+
+
+def _worker_put(params, common):
+    store, module, conf = _store(params)
+    baseline = common.current_rss_mib()
+    times = []
+    for _ in range(params['repeats']):
+        times.append(_in_mode(params, lambda: _put_once(
+            store, params, params['size'], params['sha256'])))
+    growth = max(0.0, common.peak_rss_mib() - baseline)
+    return {'mb_s': round(params['size'] / _median(times) / 1e6, 1),
+            'rss_growth_mib': round(growth, 1),
+            'baseline_rss_mib': round(baseline, 1),
+            'size': params['size'], 'times_s': [round(t, 3) for t in times]}
+
+
+def _worker_stall(params, common):
+    import time
+
+    import eventlet
+    store, module, conf = _store(params)
+    loc = _location(params, module, conf, params['name'])
+    state = {'done': False, 'worst': 0.0, 'ticks': 0}
+
+    def ticker():
+        while not state['done']:
+            started = time.monotonic()
+            eventlet.sleep(0.001)
+            late = time.monotonic() - started - 0.001
+            state['worst'] = max(state['worst'], late)
+            state['ticks'] += 1
+
+    # Only the transfers run while the ticker watches: the bench's own
+    # checks (hashing) come after it stops, so they cannot stall it.
+    thread = eventlet.spawn(ticker)
+    eventlet.sleep(0.01)
+    (count, size), get_s = _timed(lambda: _consume(store, loc))
+    put_size = params.get('put_size', params['size'])
+    image_id, put_s = _put(store, params, put_size)
+    state['done'] = True
+    thread.wait()
+    if count != params['size']:
+        raise _Fail('download gave %d bytes, expected %d'
+                    % (count, params['size']))
+    _check_and_drop(params, image_id, put_size,
+                    params.get('put_sha256', params['sha256']))
+    return {'hub_max_stall_ms': round(state['worst'] * 1000, 1),
+            'ticks': state['ticks'],
+            'get_mb_s': round(params['size'] / get_s / 1e6, 1),
+            'put_mb_s': round(put_size / put_s / 1e6, 1)}
+
+
+def _worker_ceiling(params, common):
+    import re
+    import shlex
+    import subprocess
+    import time
+    cmd = ('set -o pipefail; %s vdi read -a %s -p %d %s 0 %d | '
+           'dd bs=4M of=/dev/null' % (
+               shlex.quote(params['dog']), params['address'],
+               params['port'], shlex.quote(params['name']), params['size']))
+    times = []
+    for _ in range(params['repeats']):
+        started = time.monotonic()
+        proc = subprocess.run(['bash', '-c', cmd], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+        times.append(time.monotonic() - started)
+        err = proc.stderr.decode('utf-8', 'replace')
+        copied = re.search(r'^(\d+) bytes', err, re.M)
+        if proc.returncode or not copied or \
+                int(copied.group(1)) != params['size']:
+            raise _Fail('pipeline failed (exit %d): %s'
+                        % (proc.returncode, err))
+    times = times[1:] if len(times) > 1 else times  # first one warms up
+    return {'mb_s': round(params['size'] / _median(times) / 1e6, 1),
+            'times_s': [round(t, 3) for t in times]}
+
+
+def worker_main(params):
+    # eventlet must patch before anything imports threading or subprocess.
+    if params.get('mode') == 'eventlet':
+        import eventlet
+        eventlet.monkey_patch()
+    import logging
+    logging.basicConfig(level=logging.WARNING)
+    import common
+    kind = params['kind']
+    handler = {'get': _worker_get, 'put': _worker_put,
+               'stall': _worker_stall, 'ceiling': _worker_ceiling}[kind]
+    try:
+        result = handler(params, common)
+    except _Fail as exc:
+        sys.stderr.write('%s %s: %s\n' % (params.get('driver', ''), kind,
+                                          exc))
+        return 1
+    common.emit(result)
+    return 0
+
+
+if __name__ == '__main__':
+    if len(sys.argv) == 3 and sys.argv[1] == 'worker':
+        sys.exit(worker_main(json.loads(sys.argv[2])))
+    sys.exit('usage: run through tools/bench/run.py (tox -e bench)')
