@@ -34,6 +34,8 @@ class MetricCacheDispatcher(gnocchi.GnocchiDispatcher):
         # Python frame of the method below (about half the cost of a hit).
         self._get_resource_definition_from_metric = (
             self.metric_index.metric_lookup)
+        self._get_resource_definition_from_event = (
+            self.metric_index.event_lookup)
 
     def _get_resource_definition_from_metric(self, metric_name):
         return self.metric_index.metric(metric_name)

@@ -32,6 +32,10 @@ class MetricCachePublisher(gnocchi.GnocchiPublisher):
         # Upstream's metric_map holds literal names only (last definition
         # wins on duplicates); this one follows file order and patterns.
         self.metric_map = index.MetricMap(self.metric_index.metrics)
+        # Bound on the instance: no Python frame per event (see the
+        # method below for what it answers).
+        self._get_resource_definition_from_event = (
+            self.metric_index.event_lookup)
 
     def _get_resource_definition_from_event(self, event_type):
         return self.metric_index.event(event_type)

@@ -152,6 +152,19 @@ class _Table(dict):
             return None
         return self.resolve(key)[0]
 
+    @property
+    def lookup(self):
+        """``self[key]`` as a bound C method.
+
+        Without patterns a miss needs no memo and the inherited
+        ``dict.get`` answers hits and misses alike; with patterns
+        ``__getitem__`` answers hits in C and calls ``__missing__`` only
+        for keys no literal covers.
+        """
+        if self._patterns:
+            return self.__getitem__
+        return self.get
+
 
 def _build(entries, memo_size):
     """Build a _Table from (entry, value, extra) in file order."""
@@ -237,16 +250,13 @@ class DefinitionIndex(object):
 
     @property
     def metric_lookup(self):
-        """``metric`` as a C-level callable, for the per-sample path.
+        """``metric`` as a C-level callable, for the per-sample path."""
+        return self.metrics.lookup
 
-        Without patterns in the file a miss needs no memo, and the
-        inherited ``dict.get`` answers hits and misses alike; otherwise
-        ``__getitem__`` answers hits in C and calls ``__missing__`` only
-        for names no literal covers.
-        """
-        if self.metrics.pattern_count:
-            return self.metrics.__getitem__
-        return self.metrics.get
+    @property
+    def event_lookup(self):
+        """``event`` as a C-level callable (see ``metric_lookup``)."""
+        return self.events.lookup
 
     def event(self, event_type):
         """(definition, operation) the fnmatch loop would return, or None."""
@@ -271,6 +281,9 @@ class MetricMap(object):
 
     def __init__(self, table):
         self._table = table
+        if not table.pattern_count:
+            # Same answers, without a Python frame per sample.
+            self.get = table.get
 
     def get(self, name, default=None):
         rd = self._table[name]

@@ -1,0 +1,508 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""ceilometer_metriccache against Pike's gnocchi dispatcher, side by side.
+
+Both sides are real code in one process per row: Pike 9.0.7's
+``GnocchiDispatcher`` and the plugin's ``MetricCacheDispatcher`` built over
+the same resource file (the one shipped in ceilometer 9.0.7 unless a row
+says otherwise), with keystone and the gnocchi client stubbed at the
+client object (no HTTP). Timed rows alternate the two sides and keep the
+best of several repeats, so machine noise hits both alike.
+
+Rows: metric and event lookups (hit and miss), the same with oslo.utils
+3.28.4's pre-2.7.9 fallback fnmatch (what CentOS 7's Python 2.7.5 runs),
+a 10,000-sample batch through ``record_metering_data``, and the memory of
+the memo under a million distinct unknown metric names.
+"""
+
+import argparse
+import builtins
+import collections
+import gc
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
+
+SECTION = 'metriccache'
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+FALLBACK_SDIST = 'oslo.utils-3.28.4.tar.gz'
+
+
+def add_arguments(parser):
+    parser.add_argument('--metriccache-names', type=int, default=None,
+                        help='distinct unknown metric names for the memo '
+                             'memory row (default 1,000,000; --quick '
+                             '100,000)')
+
+
+# ---------------------------------------------------------------- workers
+# Everything below runs in a child process (``python this.py worker ...``).
+
+class _Stub(object):
+    """The gnocchi client: every call accepted, counted, nothing sent."""
+
+    def __init__(self):
+        self.calls = collections.Counter()
+        self.measures = 0
+        self.metric = self
+        self.resource = self
+
+    def batch_resources_metrics_measures(self, measures, create_metrics):
+        self.calls['batch'] += 1
+        self.measures += sum(len(m) for r in measures.values()
+                             for m in r.values())
+
+    def update(self, *args, **kwargs):
+        self.calls['update'] += 1
+
+    def create(self, *args, **kwargs):
+        self.calls['create'] += 1
+
+    def search(self, *args, **kwargs):
+        self.calls['search'] += 1
+        return []
+
+
+def _hosts(resources_file=None, memo_size=None):
+    """(Pike's dispatcher, the plugin's), over the same file."""
+    from unittest import mock
+
+    from ceilometer.dispatcher import gnocchi
+    from ceilometer.dispatcher import gnocchi_opts
+    from oslo_config import cfg
+
+    from ceilometer_metriccache import dispatcher
+    from ceilometer_metriccache import opts
+
+    conf = cfg.ConfigOpts()
+    conf.register_opts(gnocchi_opts.dispatcher_opts,
+                       group='dispatcher_gnocchi')
+    opts.register_opts(conf)
+    conf([], project='ceilometer', default_config_files=[])
+    conf.set_override('filter_service_activity', False,
+                      group='dispatcher_gnocchi')
+    if resources_file:
+        conf.set_override('resources_definition_file', resources_file,
+                          group='dispatcher_gnocchi')
+    if memo_size:
+        conf.set_override('memo_size', memo_size, group=opts.GROUP)
+    hosts = []
+    for cls in (gnocchi.GnocchiDispatcher, dispatcher.MetricCacheDispatcher):
+        stub = _Stub()
+        with mock.patch.object(gnocchi.keystone_client, 'get_client'), \
+                mock.patch.object(gnocchi.gnocchi_client,
+                                  'get_gnocchiclient', return_value=stub):
+            host = cls(conf)
+        host.stub = stub
+        hosts.append(host)
+    return hosts
+
+
+def _quiet_logs():
+    import logging
+    logging.getLogger().setLevel(logging.CRITICAL)
+
+
+def _best_per_call_us(funcs, names, min_time, repeats):
+    """Best per-call time of each func over names, funcs alternating.
+
+    The names are repeated to a few thousand calls per pass, so that the
+    pass's own setup (map, deque) is spread thin even over a handful of
+    names; the harness is the same for both sides.
+    """
+    names = list(names) * max(1, 4096 // len(names))
+    passes = []
+    for func in funcs:
+        count, start = 0, time.perf_counter()
+        while time.perf_counter() - start < min_time / 4:
+            collections.deque(map(func, names), maxlen=0)
+            count += 1
+        passes.append(max(1, int(count * 4)))
+    best = [float('inf')] * len(funcs)
+    for _ in range(repeats):
+        for i, func in enumerate(funcs):
+            start = time.perf_counter()
+            for _ in range(passes[i]):
+                collections.deque(map(func, names), maxlen=0)
+            elapsed = time.perf_counter() - start
+            best[i] = min(best[i], elapsed / passes[i] / len(names) * 1e6)
+    return best
+
+
+def _same_answer(pike, plugin, name):
+    """The two hosts loaded their own copies: compare by content."""
+    def key(answer):
+        if answer is None:
+            return None
+        if isinstance(answer, tuple):
+            return answer[0].cfg, answer[1]
+        return answer.cfg
+    if key(pike) != key(plugin):
+        raise RuntimeError('answers differ for %r' % name)
+
+
+def _listed_metrics(host):
+    return sorted(set(m for rd in host.resources_definition
+                      for m in rd.cfg['metrics']))
+
+
+def _load_fallback_fnmatch(sdist):
+    """oslo.utils 3.28.4's oslo_utils/fnmatch.py, made to see 2.7.5.
+
+    The file picks its own implementation when sys.version_info <= 2.7.9;
+    it is executed unchanged with an import hook that hands it a ``sys``
+    whose version_info says 2.7.5, as on CentOS 7.
+    """
+    with tarfile.open(sdist) as tar:
+        source = tar.extractfile(
+            'oslo.utils-3.28.4/oslo_utils/fnmatch.py').read()
+    fake_sys = types.ModuleType('sys')
+    fake_sys.version_info = (2, 7, 5, 'final', 0)
+    real_import = builtins.__import__
+
+    def hooked_import(name, *args, **kwargs):
+        if name == 'sys':
+            return fake_sys
+        return real_import(name, *args, **kwargs)
+    module = types.ModuleType('oslo_utils_fnmatch_3_28_4')
+    module.__dict__['__builtins__'] = dict(vars(builtins),
+                                           __import__=hooked_import)
+    exec(compile(source, 'oslo_utils/fnmatch.py (3.28.4)', 'exec'),
+         module.__dict__)
+    if not hasattr(module, '_MATCH_CACHE'):
+        raise RuntimeError('fallback fnmatch was not selected')
+    return module
+
+
+def worker_lookup(opts):
+    _quiet_logs()
+    pike, plugin = _hosts()
+    fallback = None
+    if opts.fallback:
+        from ceilometer.dispatcher import gnocchi
+        fallback = _load_fallback_fnmatch(opts.fallback)
+        gnocchi.fnmatch = fallback
+    hits = _listed_metrics(pike)
+    misses = ['unknown.metric.%d' % i for i in range(200)]
+    for name in hits + misses:
+        _same_answer(pike._get_resource_definition_from_metric(name),
+                     plugin._get_resource_definition_from_metric(name), name)
+    min_time = 0.05 if opts.quick else 0.4
+    repeats = 3 if opts.quick else 5
+    funcs = (pike._get_resource_definition_from_metric,
+             plugin._get_resource_definition_from_metric)
+    pike_hit, plugin_hit = _best_per_call_us(funcs, hits, min_time, repeats)
+    pike_miss, plugin_miss = _best_per_call_us(funcs, misses, min_time,
+                                               repeats)
+    common.emit({'pike_hit_us': pike_hit, 'plugin_hit_us': plugin_hit,
+                 'pike_miss_us': pike_miss, 'plugin_miss_us': plugin_miss,
+                 'names': len(hits),
+                 'fallback': bool(fallback)})
+
+
+def worker_patterns(opts):
+    """A file with wildcards: the memo path instead of the literal dict."""
+    _quiet_logs()
+    resources = _stock_definitions()
+    # 300 wildcard entries after the stock ones, as an operator adds
+    # hardware or custom meters: misses scan them all in Pike's loop.
+    resources.append({'resource_type': 'generic',
+                      'metrics': ['custom.%03d.*' % i for i in range(300)]})
+    path = _write_yaml(opts.tmp, resources)
+    pike, plugin = _hosts(path)
+    matched = ['custom.%03d.rate' % i for i in range(0, 300, 3)]
+    misses = ['unknown.metric.%d' % i for i in range(200)]
+    min_time = 0.05 if opts.quick else 0.4
+    repeats = 3 if opts.quick else 5
+    funcs = (pike._get_resource_definition_from_metric,
+             plugin._get_resource_definition_from_metric)
+    for name in matched + misses:   # first resolution fills the memo
+        plugin._get_resource_definition_from_metric(name)
+    pike_match, plugin_match = _best_per_call_us(funcs, matched, min_time,
+                                                 repeats)
+    pike_miss, plugin_miss = _best_per_call_us(funcs, misses, min_time,
+                                               repeats)
+    common.emit({'pike_pattern_hit_us': pike_match,
+                 'plugin_pattern_hit_us': plugin_match,
+                 'pike_miss_us': pike_miss, 'plugin_miss_us': plugin_miss})
+
+
+def worker_events(opts):
+    _quiet_logs()
+    pike, plugin = _hosts()
+    hits = sorted(set(e for rd in pike.resources_definition
+                      for key in ('event_create', 'event_delete',
+                                  'event_update')
+                      for e in rd._ensure_list(rd.cfg.get(key, []))))
+    # Most notifications reaching the event pipeline match no definition.
+    misses = ['compute.instance.update', 'port.update.end',
+              'volume.attach.end', 'image.send', 'identity.authenticate'] + [
+        'unknown.event.%d' % i for i in range(95)]
+    for name in hits + misses:
+        _same_answer(pike._get_resource_definition_from_event(name),
+                     plugin._get_resource_definition_from_event(name), name)
+    min_time = 0.05 if opts.quick else 0.4
+    repeats = 3 if opts.quick else 5
+    funcs = (pike._get_resource_definition_from_event,
+             plugin._get_resource_definition_from_event)
+    pike_hit, plugin_hit = _best_per_call_us(funcs, hits, min_time, repeats)
+    pike_miss, plugin_miss = _best_per_call_us(funcs, misses, min_time,
+                                               repeats)
+    common.emit({'pike_hit_us': pike_hit, 'plugin_hit_us': plugin_hit,
+                 'pike_miss_us': pike_miss, 'plugin_miss_us': plugin_miss,
+                 'event_types': len(hits)})
+
+
+def _batch(pike, samples, resources):
+    """samples over resources: each resource one definition's metrics."""
+    definitions = [rd for rd in pike.resources_definition
+                   if not rd.cfg.get('ignore') and len(rd.cfg['metrics']) > 1]
+    per_resource = samples // resources
+    batch = []
+    for r in range(resources):
+        rd = definitions[r % len(definitions)]
+        names = rd.cfg['metrics']
+        for i in range(per_resource):
+            batch.append({
+                'counter_name': names[i % len(names)],
+                'counter_type': 'gauge', 'counter_unit': 'B',
+                'counter_volume': float(i), 'user_id': 'user',
+                'project_id': 'project', 'resource_id': 'res-%05d' % r,
+                'timestamp': '2024-01-01T00:00:%02d' % (i % 60),
+                'resource_metadata': {'host': 'node-%d' % (r % 10),
+                                      'display_name': 'vm-%d' % r}})
+    return batch
+
+
+def worker_record(opts):
+    _quiet_logs()
+    pike, plugin = _hosts()
+    batch = _batch(pike, opts.samples, opts.resources)
+    repeats = 3 if opts.quick else 5
+    best = {}
+    for _ in range(repeats):
+        for label, host in (('pike', pike), ('plugin', plugin)):
+            data = list(batch)
+            gc.collect()
+            start = time.perf_counter()
+            host.record_metering_data(data)
+            elapsed = time.perf_counter() - start
+            best[label] = min(best.get(label, float('inf')), elapsed)
+    if pike.stub.measures != plugin.stub.measures:
+        raise RuntimeError('the two sides posted different measures: %d vs '
+                           '%d' % (pike.stub.measures, plugin.stub.measures))
+    common.emit({'pike_ms': best['pike'] * 1e3,
+                 'plugin_ms': best['plugin'] * 1e3,
+                 'samples': len(batch), 'resources': opts.resources,
+                 'measures_per_run': pike.stub.measures // repeats})
+
+
+def worker_memo(opts):
+    """Unknown names through the plugin, or through upstream's set."""
+    _quiet_logs()
+    resources = _stock_definitions()
+    # One wildcard definition, so that unknown names go through the memo
+    # rather than being answered by the literal dict alone.
+    resources.append({'resource_type': 'generic',
+                      'metrics': ['custom.*.rate']})
+    path = _write_yaml(opts.tmp, resources)
+    pike, plugin = _hosts(path)
+    gc.collect()
+    before = common.current_rss_mib()
+    if opts.side == 'plugin':
+        lookup = plugin._get_resource_definition_from_metric
+        logged = plugin._already_logged_metric_names
+    else:
+        # What Pike keeps per unknown name: only the logged-names set
+        # (its loop remembers nothing, it rescans every time).
+        lookup = None
+        logged = pike._already_logged_metric_names
+    start = time.perf_counter()
+    for i in range(opts.names):
+        name = 'unknown.metric.%09d' % i
+        if lookup is None or lookup(name) is None:
+            if name not in logged:
+                logged.add(name)
+    elapsed = time.perf_counter() - start
+    gc.collect()
+    result = {'names': opts.names, 'logged_entries': len(logged),
+              'rss_growth_mib': common.current_rss_mib() - before,
+              'seconds': elapsed}
+    if opts.side == 'plugin':
+        memo = plugin.metric_index.metrics.memo
+        result.update(memo_entries=len(memo), bound=memo.maxsize)
+    common.emit(result)
+
+
+def _stock_definitions():
+    from ceilometer.dispatcher import gnocchi
+    import yaml
+    path = os.path.join(os.path.dirname(gnocchi.__file__), 'data',
+                        'gnocchi_resources.yaml')
+    with open(path) as f:
+        return yaml.safe_load(f)['resources']
+
+
+def _write_yaml(directory, resources):
+    import yaml
+    path = os.path.join(directory, 'gnocchi_resources.yaml')
+    with open(path, 'w') as f:
+        yaml.safe_dump({'resources': resources}, f)
+    return path
+
+
+WORKERS = {'lookup': worker_lookup, 'patterns': worker_patterns,
+           'events': worker_events, 'record': worker_record,
+           'memo': worker_memo}
+
+
+def worker_main(argv):
+    parser = argparse.ArgumentParser()
+    parser.add_argument('kind', choices=sorted(WORKERS))
+    parser.add_argument('--quick', action='store_true')
+    parser.add_argument('--fallback', default=None)
+    parser.add_argument('--samples', type=int, default=10000)
+    parser.add_argument('--resources', type=int, default=1000)
+    parser.add_argument('--names', type=int, default=1000000)
+    parser.add_argument('--side', default='plugin')
+    parser.add_argument('--tmp', default=None)
+    opts = parser.parse_args(argv)
+    import warnings
+    warnings.simplefilter('ignore')
+    WORKERS[opts.kind](opts)
+
+
+# ------------------------------------------------------------ the section
+
+def _worker(kind, args, tmp, *extra):
+    argv = [os.path.abspath(__file__), 'worker', kind, '--tmp', tmp]
+    if args.quick:
+        argv.append('--quick')
+    result, _peak, _wall = common.run_worker(argv + list(extra),
+                                             timeout=1800)
+    return result
+
+
+def _fallback_sdist():
+    """oslo.utils 3.28.4, sha256-checked by tools/fetch-pike-sdists.sh."""
+    dest = os.environ.get('PIKE_SDISTS') or os.path.join(
+        tempfile.gettempdir(), 'openstack-fastpath-pike-sdists')
+    script = os.path.join(ROOT, 'tools', 'fetch-pike-sdists.sh')
+    if not os.path.exists(script):
+        return None, 'tools/fetch-pike-sdists.sh is missing'
+    proc = subprocess.run(['bash', script, dest], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT,
+                          env=dict(os.environ, PYTHON=sys.executable))
+    path = os.path.join(dest, FALLBACK_SDIST)
+    if proc.returncode != 0 or not os.path.exists(path):
+        return None, proc.stdout.decode('utf-8', 'replace')[-300:]
+    return path, None
+
+
+def _r(value):
+    return round(value, 4 if value < 1 else 2)
+
+
+def run(args, report):
+    names = args.metriccache_names or (100000 if args.quick else 1000000)
+    samples, resources = (2000, 200) if args.quick else (10000, 1000)
+    with tempfile.TemporaryDirectory(prefix='metriccache-bench-') as tmp:
+        lookup = _worker('lookup', args, tmp)
+        report.add_row(SECTION, 'metric_lookup_us',
+                       **dict((k, _r(v)) for k, v in lookup.items()
+                              if k.endswith('_us')))
+        hit = lookup['pike_hit_us'] / lookup['plugin_hit_us']
+        miss = lookup['pike_miss_us'] / lookup['plugin_miss_us']
+        report.add_ratio('metric_lookup_hit_vs_pike', round(hit))
+        report.add_ratio('metric_lookup_miss_vs_pike', round(miss))
+        # The headline is the worse of the two.
+        report.add_ratio('metric_lookup_vs_pike', round(min(hit, miss)),
+                         '>=', 1000)
+
+        sdist, why = _fallback_sdist()
+        if sdist:
+            fb = _worker('lookup', args, tmp, '--fallback', sdist)
+            report.add_row(SECTION, 'metric_lookup_fallback_fnmatch_us',
+                           **dict((k, _r(v)) for k, v in fb.items()
+                                  if k.endswith('_us')))
+            report.add_ratio('metric_lookup_fallback_vs_pike', round(min(
+                fb['pike_hit_us'] / fb['plugin_hit_us'],
+                fb['pike_miss_us'] / fb['plugin_miss_us'])))
+        else:
+            report.note('metriccache: fallback-fnmatch rows skipped, '
+                        'oslo.utils 3.28.4 sdist unavailable: %s' % why)
+
+        pat = _worker('patterns', args, tmp)
+        report.add_row(SECTION, 'metric_lookup_300_patterns_us',
+                       **dict((k, _r(v)) for k, v in pat.items()
+                              if k.endswith('_us')))
+        report.add_ratio('metric_lookup_patterns_vs_pike', round(min(
+            pat['pike_pattern_hit_us'] / pat['plugin_pattern_hit_us'],
+            pat['pike_miss_us'] / pat['plugin_miss_us'])))
+
+        ev = _worker('events', args, tmp)
+        report.add_row(SECTION, 'event_lookup_us',
+                       **dict((k, _r(v)) for k, v in ev.items()
+                              if k.endswith('_us')))
+        report.add_ratio('event_lookup_vs_loop', round(min(
+            ev['pike_hit_us'] / ev['plugin_hit_us'],
+            ev['pike_miss_us'] / ev['plugin_miss_us'])), '>=', 100)
+
+        rec = _worker('record', args, tmp, '--samples', str(samples),
+                      '--resources', str(resources))
+        report.add_row(SECTION, 'record_batch_ms',
+                       pike_ms=_r(rec['pike_ms']),
+                       plugin_ms=_r(rec['plugin_ms']),
+                       samples=rec['samples'], resources=rec['resources'])
+        report.add_ratio('record_batch_vs_pike',
+                         round(rec['pike_ms'] / rec['plugin_ms'], 2),
+                         '>=', 3)
+
+        memo = _worker('memo', args, tmp, '--names', str(names))
+        upstream = _worker('memo', args, tmp, '--names', str(names),
+                           '--side', 'pike')
+        report.add_row(SECTION, 'metric_memo_unknown_names',
+                       names=memo['names'], bound=memo['bound'],
+                       memo_entries=memo['memo_entries'],
+                       logged_entries=memo['logged_entries'],
+                       rss_growth_mib=_r(memo['rss_growth_mib']))
+        report.add_row(SECTION, 'pike_logged_set_unknown_names',
+                       names=upstream['names'],
+                       logged_entries=upstream['logged_entries'],
+                       rss_growth_mib=_r(upstream['rss_growth_mib']))
+        report.add_ratio('metric_memo_entries_per_bound',
+                         memo['memo_entries'] / float(memo['bound']),
+                         '<=', 1)
+        if args.quick:
+            report.note('metriccache: --quick uses %d samples over %d '
+                        'resources and %d unknown names'
+                        % (samples, resources, names))
+
+
+if __name__ == '__main__':
+    if len(sys.argv) > 1 and sys.argv[1] == 'worker':
+        worker_main(sys.argv[2:])
+    else:
+        sys.stderr.write(json.dumps({'usage': 'run through tools/bench/'
+                                              'run.py --only metriccache'})
+                         + '\n')
+        sys.exit(2)
