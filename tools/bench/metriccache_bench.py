@@ -160,6 +160,11 @@ def _same_answer(pike, plugin, name):
         raise RuntimeError('answers differ for %r' % name)
 
 
+def _timing(opts):
+    """(seconds per timed repeat, repeats): --quick keeps it short."""
+    return (0.05, 3) if opts.quick else (0.4, 5)
+
+
 def _listed_metrics(host):
     return sorted(set(m for rd in host.resources_definition
                       for m in rd.cfg['metrics']))
@@ -202,12 +207,12 @@ def worker_lookup(opts):
         fallback = _load_fallback_fnmatch(opts.fallback)
         gnocchi.fnmatch = fallback
     hits = _listed_metrics(pike)
-    misses = ['unknown.metric.%d' % i for i in range(200)]
+    misses = ['unknown.metric.%d' % i
+              for i in range(50 if opts.quick else 200)]
     for name in hits + misses:
         _same_answer(pike._get_resource_definition_from_metric(name),
                      plugin._get_resource_definition_from_metric(name), name)
-    min_time = 0.05 if opts.quick else 0.4
-    repeats = 3 if opts.quick else 5
+    min_time, repeats = _timing(opts)
     funcs = (pike._get_resource_definition_from_metric,
              plugin._get_resource_definition_from_metric)
     pike_hit, plugin_hit = _best_per_call_us(funcs, hits, min_time, repeats)
@@ -231,8 +236,7 @@ def worker_patterns(opts):
     pike, plugin = _hosts(path)
     matched = ['custom.%03d.rate' % i for i in range(0, 300, 3)]
     misses = ['unknown.metric.%d' % i for i in range(200)]
-    min_time = 0.05 if opts.quick else 0.4
-    repeats = 3 if opts.quick else 5
+    min_time, repeats = _timing(opts)
     funcs = (pike._get_resource_definition_from_metric,
              plugin._get_resource_definition_from_metric)
     for name in matched + misses:   # first resolution fills the memo
@@ -260,8 +264,7 @@ def worker_events(opts):
     for name in hits + misses:
         _same_answer(pike._get_resource_definition_from_event(name),
                      plugin._get_resource_definition_from_event(name), name)
-    min_time = 0.05 if opts.quick else 0.4
-    repeats = 3 if opts.quick else 5
+    min_time, repeats = _timing(opts)
     funcs = (pike._get_resource_definition_from_event,
              plugin._get_resource_definition_from_event)
     pike_hit, plugin_hit = _best_per_call_us(funcs, hits, min_time, repeats)

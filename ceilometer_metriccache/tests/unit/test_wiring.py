@@ -1,0 +1,60 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Which class ``gnocchi-metriccache`` names, and the option."""
+
+from importlib import metadata
+
+from oslo_config import cfg
+import testtools
+
+from ceilometer_metriccache import opts
+from ceilometer_metriccache import publisher
+from ceilometer_metriccache.tests import base
+
+
+class TestWiring(testtools.TestCase):
+
+    def test_publisher_matches_installed_release(self):
+        if base.PIKE:
+            from ceilometer.publisher import direct
+            self.assertIs(direct.DirectPublisher,
+                          publisher.MetricCachePublisher)
+        else:
+            from ceilometer.publisher import gnocchi
+            self.assertTrue(issubclass(publisher.MetricCachePublisher,
+                                       gnocchi.GnocchiPublisher))
+
+    def test_entry_points_share_the_scheme_name(self):
+        targets = {}
+        for namespace in ('ceilometer.dispatcher.meter',
+                          'ceilometer.dispatcher.event',
+                          'ceilometer.sample.publisher',
+                          'ceilometer.event.publisher'):
+            eps = [ep for ep in metadata.entry_points(group=namespace)
+                   if ep.name == 'gnocchi-metriccache']
+            self.assertEqual(1, len(eps), namespace)
+            targets[namespace] = eps[0].module
+        self.assertEqual('ceilometer_metriccache.dispatcher',
+                         targets['ceilometer.dispatcher.meter'])
+        self.assertEqual('ceilometer_metriccache.publisher',
+                         targets['ceilometer.sample.publisher'])
+
+    def test_memo_size_option(self):
+        conf = cfg.ConfigOpts()
+        opts.register_opts(conf)
+        opts.register_opts(conf)   # idempotent, as each host registers
+        conf([], default_config_files=[])
+        self.assertEqual(10000, conf.metriccache.memo_size)
+        self.assertRaises(ValueError, conf.set_override, 'memo_size', 1,
+                          group='metriccache')
+        self.assertEqual([('metriccache', opts.OPTS)], opts.list_opts())
+        self.assertTrue(all(o.help for o in opts.OPTS))
