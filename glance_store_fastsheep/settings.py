@@ -16,6 +16,8 @@ Read once per ``configure()`` from whichever group holds them
 ``enabled_backends``), so transfers never touch oslo.config.
 """
 
+import os
+
 from oslo_log import log as logging
 
 from glance_store_fastsheep import cli
@@ -67,12 +69,16 @@ class Settings(object):
         command = cli.find_command(configured)
         if command is None:
             if require_command:
-                raise ConfigError(
-                    'sheepdog command %r not found (looked for %s on PATH)'
-                    % (configured, ' and '.join(
-                        [configured] + ([opts.FALLBACK_COMMAND]
-                                        if configured == opts.DEFAULT_COMMAND
-                                        else []))))
+                if os.path.isabs(configured):
+                    where = 'is not an executable file'
+                else:
+                    names = [configured]
+                    if configured == opts.DEFAULT_COMMAND:
+                        names.append(opts.FALLBACK_COMMAND)
+                    where = 'not found (looked for %s on PATH)' % (
+                        ' and '.join(names))
+                raise ConfigError('sheepdog command %r %s'
+                                  % (configured, where))
             command = configured
         self.command = command
         self.cli = cli.Cli(command, self.command_timeout)

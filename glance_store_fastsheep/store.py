@@ -264,9 +264,16 @@ class Store(driver.Store):
             raise exceptions.Duplicate(
                 message='sheepdog image %s already exists' % name)
         checksum = _hasher('md5')
-        multihash = _hasher(hashing_algo) if hashing_algo else None
-        digest = upload.Digest([h for h in (checksum, multihash) if h],
-                               verifier)
+        hashers = [checksum]
+        multihash = None
+        if hashing_algo == 'md5':
+            # back_compat_add asks for md5 when the caller gave no
+            # algorithm: the checksum already is that hash.
+            multihash = checksum
+        elif hashing_algo:
+            multihash = _hasher(hashing_algo)
+            hashers.append(multihash)
+        digest = upload.Digest(hashers, verifier)
         uploader = upload.Uploader(current, current.address, current.port,
                                    name)
         source = upload.Source(image_file)
