@@ -170,6 +170,11 @@ class Store(driver.Store):
             raise exceptions.BadStoreConfiguration(store_name=name,
                                                    reason=str(exc))
         self._settings = current
+        # Current glance attributes a location that carries no backend id
+        # (every location a Pike cloud wrote) to the backend whose
+        # url_prefix it starts with.
+        self._url_prefix = 'sheepdog://%s:%d:' % (current.address,
+                                                  current.port)
         self.READ_CHUNKSIZE = current.read_size
         self.WRITE_CHUNKSIZE = current.chunk_size
         try:

@@ -76,6 +76,12 @@ class ConfigureTest(base.StoreTestCase):
                     capabilities.BitMasks.DRIVER_REUSABLE):
             self.assertTrue(sd.is_capable(cap))
 
+    def test_url_prefix_claims_existing_locations(self):
+        sd = self.make_store(self.make_conf(sheepdog_store_port=7001))
+        self.assertEqual('sheepdog://127.0.0.1:7001:', sd._url_prefix)
+        if store.MULTIHASH:
+            self.assertEqual('sheepdog://127.0.0.1:7001:', sd.url_prefix)
+
     def test_cli_missing(self):
         self.useFixture(fixtures.EnvironmentVariable('PATH', '/nonexistent'))
         sd = self.make_store(configure=False)
