@@ -130,6 +130,26 @@ class TestGeneratedFiles(ParityMixin, base.TestCase):
         self.assert_metric_parity(idx, definitions, names)
 
 
+class TestOddPatterns(ParityMixin, base.TestCase):
+    """Entries fnmatch reads in surprising ways, as fnmatch reads them."""
+
+    ENTRIES = ['[', 'a[', '[]', '[]]', '[!]', '[!]]', '[z-a]', 'a[b-]',
+               '\\', 'a\\*', '(a|b)', 'a.+', '^a$', '{a,b}', '**',
+               '?', '', 'a]']
+
+    def test_odd_entries(self):
+        cfgs = [{'resource_type': 'generic', 'metrics': [e],
+                 'event_delete': e,
+                 'event_attributes': {'id': 'resource_id'}}
+                for e in self.ENTRIES]
+        definitions = [base.make_definition(c) for c in cfgs]
+        idx = index.DefinitionIndex(definitions, 8)
+        names = self.ENTRIES + ['a', 'b', ']', 'z', 'a-', 'ab', 'a\\b',
+                                'aa', 'a.b', '{a,b}', 'x']
+        self.assert_metric_parity(idx, definitions, names)
+        self.assert_event_parity(idx, definitions, names)
+
+
 class TestStockFile(ParityMixin, base.TestCase):
     """The gnocchi_resources.yaml of the installed ceilometer release."""
 

@@ -1,0 +1,69 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The index under a monkey-patched eventlet, as agents may run it.
+
+Monkey-patching cannot be undone, so it happens in a child interpreter:
+many greenthreads resolve names through one index with a tiny memo,
+yielding to the hub between lookups so that their scans, stores and
+evictions interleave; every answer must still be the loop's.
+"""
+
+import json
+import subprocess
+import sys
+
+import testtools
+
+SCRIPT = r'''
+import eventlet
+eventlet.monkey_patch()
+import json
+from ceilometer_metriccache import index
+from ceilometer_metriccache.tests import base
+
+cfgs = [{'resource_type': 'generic',
+         'metrics': ['m%d.*' % d, 'm%d.lit' % d, '*.%d' % d, 'x?%d' % d]}
+        for d in range(30)]
+definitions = [base.make_definition(c) for c in cfgs]
+idx = index.DefinitionIndex(definitions, 16)
+names = (['m%d.a' % (i % 40) for i in range(200)] +
+         ['q.%d' % (i % 35) for i in range(200)] +
+         ['nothing.%d' % i for i in range(200)])
+expected = dict((n, base.upstream_metric_loop(definitions, n))
+                for n in set(names))
+errors = []
+
+def worker(offset):
+    for i in range(len(names)):
+        name = names[(i * 7 + offset) % len(names)]
+        if idx.metric(name) is not expected[name]:
+            errors.append(name)
+        eventlet.sleep(0)
+
+pool = eventlet.GreenPool(50)
+for n in range(50):
+    pool.spawn(worker, n)
+pool.waitall()
+print(json.dumps({'errors': errors, 'memo': len(idx.metrics.memo),
+                  'patched': eventlet.patcher.is_monkey_patched('thread')}))
+'''
+
+
+class TestUnderEventlet(testtools.TestCase):
+
+    def test_green_threads_agree_with_the_loop(self):
+        out = subprocess.check_output([sys.executable, '-c', SCRIPT],
+                                      stderr=subprocess.STDOUT)
+        result = json.loads(out.decode().strip().splitlines()[-1])
+        self.assertTrue(result['patched'])
+        self.assertEqual([], result['errors'])
+        self.assertLessEqual(result['memo'], 16)
