@@ -130,6 +130,34 @@ for _opt in SHEEPDOG_OPTS:
 del _opt
 
 
+def _in_tree_options():
+    """The in-tree sheepdog driver's options, where glance_store has one.
+
+    Pike's ``glance_store.register_opts`` registers the options of every
+    ``glance_store.drivers`` entry point in ``[glance_store]`` before any
+    store is built. The in-tree driver and this one both own
+    ``sheepdog_store_address``, ``_port`` and ``_chunk_size``; two
+    different option objects under one name make oslo.config raise
+    DuplicateOptError there, and glance-api would not start. Sharing the
+    in-tree objects makes the second registration a no-op.
+    """
+    try:
+        from glance_store._drivers import sheepdog as in_tree
+    except ImportError:
+        # glance_store >= Ussuri: no in-tree sheepdog driver.
+        return []
+    return list(getattr(in_tree, '_SHEEPDOG_OPTS', []))
+
+
+def share_options(own_opts, in_tree_opts):
+    """own_opts with each same-named option replaced by the in-tree one."""
+    by_name = dict((opt.dest, opt) for opt in in_tree_opts)
+    return [by_name.get(opt.dest, opt) for opt in own_opts]
+
+
+SHEEPDOG_OPTS = share_options(SHEEPDOG_OPTS, _in_tree_options())
+
+
 def list_opts():
     """The ``oslo.config.opts`` entry point for oslo-config-generator.
 
