@@ -35,7 +35,8 @@ LOG = logging.getLogger(__name__)
 class ReadProcess(object):
     """One `dog vdi read NAME OFFSET LENGTH` child and its stdout pipe."""
 
-    def __init__(self, settings, address, port, name, offset, length):
+    def __init__(self, settings, address, port, name, offset, length,
+                 buffered=True):
         self.name = name
         self.offset = offset
         self.length = length
@@ -57,17 +58,20 @@ class ReadProcess(object):
         finally:
             os.close(write_fd)
             devnull.close()
-        self.reader = pipes.PipeReader(read_fd, settings.read_size,
-                                       self.idle_timeout)
+        self.reader = pipes.PipeReader(
+            read_fd, settings.read_size if buffered else 0,
+            self.idle_timeout)
         LOG.debug('Started `%s` (pid %s)', ' '.join(argv), self.proc.pid)
 
-    def read_piece(self, size):
-        """Buffer up to size more bytes in self.reader.view.
+    def read_piece(self, size, view=None):
+        """Read up to size more bytes into view (default: the reader's).
 
         Returns (count, waited); count is short only at end of output.
         """
+        if view is None:
+            view = self.reader.view
         try:
-            count, waited = self.reader.fill(min(size, len(self.reader.view)))
+            count, waited = self.reader.fill(min(size, len(view)), view)
         except coop.Timeout:
             raise exceptions.BackendException(
                 'sheepdog `vdi read` of %s sent nothing for %ss after %d '
@@ -79,7 +83,7 @@ class ReadProcess(object):
     def finish(self):
         """Check that the child sent exactly length bytes and exited 0."""
         if self.received == self.length:
-            extra, _waited = self.reader.fill(1)
+            extra, _waited = self.reader.fill(1, memoryview(bytearray(1)))
             if extra:
                 raise exceptions.BackendException(
                     'sheepdog `vdi read` of %s sent more than the %d bytes '

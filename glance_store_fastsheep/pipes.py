@@ -80,22 +80,26 @@ class PipeReader(object):
         self.green = coop.is_green()
         set_blocking(fd, not self.green)
         self._file = io.FileIO(fd, 'rb', closefd=True)
+        # read_size 0: the caller brings its own buffers (read-ahead
+        # workers read into pooled ones).
         self.buffer = bytearray(read_size)
         self.view = memoryview(self.buffer)
 
-    def fill(self, want):
-        """Read until want bytes are buffered or EOF.
+    def fill(self, want, view=None):
+        """Read until want bytes are in view (default: our buffer) or EOF.
 
-        Returns (bytes buffered, whether we had to wait for the child).
+        Returns (bytes read, whether we had to wait for the child).
         Fewer than want bytes means the child closed its stdout.
         """
+        if view is None:
+            view = self.view
         got = 0
         waited = False
         while got < want:
             if not self.green:
                 coop.wait_fd(self.fd, timeout=self.idle_timeout)
             try:
-                count = self._file.readinto(self.view[got:want])
+                count = self._file.readinto(view[got:want])
             except (IOError, OSError) as exc:
                 if exc.errno == errno.EINTR:
                     continue

@@ -61,6 +61,17 @@ class Settings(object):
         if self.write_concurrency < 1:
             raise ConfigError('sheepdog_store_write_concurrency must be at '
                               'least 1')
+        self.read_concurrency = group.sheepdog_store_read_concurrency
+        if self.read_concurrency < 1:
+            raise ConfigError('sheepdog_store_read_concurrency must be at '
+                              'least 1')
+        window = group.sheepdog_store_read_window * opts.MIB
+        self.read_window = _round_up(window, opts.OBJECT_SIZE)
+        if self.read_window != window:
+            LOG.warning('sheepdog_store_read_window %d MiB is not a multiple '
+                        'of the 4 MiB sheepdog object size; using %d MiB',
+                        group.sheepdog_store_read_window,
+                        self.read_window // opts.MIB)
         self.command_timeout = group.sheepdog_store_command_timeout
         self.transfer_timeout = group.sheepdog_store_transfer_timeout
         if self.command_timeout <= 0 or self.transfer_timeout <= 0:

@@ -36,6 +36,7 @@ from oslo_utils import excutils
 from glance_store_fastsheep import cli
 from glance_store_fastsheep import download
 from glance_store_fastsheep import opts
+from glance_store_fastsheep import readahead
 from glance_store_fastsheep import settings as settings_mod
 from glance_store_fastsheep import upload
 
@@ -220,8 +221,12 @@ class Store(driver.Store):
         length = size - offset
         if chunk_size is not None:
             length = min(length, chunk_size)
-        return (download.ReadStream(self.settings, loc.addr, loc.port,
-                                    loc.image, offset, length), length)
+        current = self.settings
+        stream_class = download.ReadStream
+        if current.read_concurrency > 1 and length > current.read_window:
+            stream_class = readahead.ReadAheadStream
+        return (stream_class(current, loc.addr, loc.port, loc.image, offset,
+                             length), length)
 
     def get_size(self, location, context=None):
         return self._stat(location.store_location).size

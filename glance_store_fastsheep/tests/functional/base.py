@@ -55,6 +55,14 @@ def children():
     return found
 
 
+def cmdline(pid):
+    try:
+        with open('/proc/%d/cmdline' % pid) as source:
+            return source.read().replace('\0', ' ').strip()
+    except (IOError, OSError):
+        return '?'
+
+
 def open_fds():
     return sorted(os.listdir('/proc/self/fd'))
 
@@ -123,7 +131,8 @@ class FunctionalTestCase(base.BaseTestCase):
     def assertNothingLeft(self, vdis=()):
         """No VDI but vdis, no child process (not even a zombie), no fd."""
         self.assertEqual(sorted(vdis), self.sheep.list_vdis())
-        self.assertEqual([], children())
+        self.assertEqual([], [(pid, state, cmdline(pid))
+                              for pid, state in children()])
         self.assertEqual(self.fds_before, open_fds())
 
     def test_mode(self):

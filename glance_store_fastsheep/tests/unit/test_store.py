@@ -117,6 +117,12 @@ class ConfigureTest(base.StoreTestCase):
         self.assertEqual(8 * MIB, sd.settings.chunk_size)
         self.assertEqual(8 * MIB, sd.WRITE_CHUNKSIZE)
 
+    def test_read_window_rounded_to_objects(self):
+        sd = self.make_store(self.make_conf(sheepdog_store_read_window=6,
+                                            sheepdog_store_read_concurrency=3))
+        self.assertEqual(8 * MIB, sd.settings.read_window)
+        self.assertEqual(3, sd.settings.read_concurrency)
+
     def test_bad_read_size(self):
         conf = self.make_conf()
         self.assertRaises(ValueError, conf.set_override,
@@ -144,7 +150,9 @@ class ConfigureTest(base.StoreTestCase):
                      'sheepdog_store_pipe_size', 'sheepdog_store_command',
                      'sheepdog_store_write_concurrency',
                      'sheepdog_store_command_timeout',
-                     'sheepdog_store_transfer_timeout'):
+                     'sheepdog_store_transfer_timeout',
+                     'sheepdog_store_read_concurrency',
+                     'sheepdog_store_read_window'):
             self.assertIn(name, names)
         for option in options:
             self.assertTrue(option.help.strip(), option.name)

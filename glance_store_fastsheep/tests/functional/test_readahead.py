@@ -1,0 +1,154 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Parallel, object-aligned read-ahead (sheepdog_store_read_concurrency)."""
+
+import os
+import sys
+
+from glance_store import exceptions
+
+from glance_store_fastsheep import readahead
+from glance_store_fastsheep.tests.functional import base
+from glance_store_fastsheep.tests.unit import base as unit_base
+
+OBJECT = 4 * base.MIB
+WINDOW = 2 * OBJECT  # sheepdog_store_read_window = 8 (MiB)
+
+
+class ReadAheadTest(base.FunctionalTestCase):
+
+    READ_SIZE = 256 * base.KIB
+
+    def make_conf(self, **overrides):
+        overrides.setdefault('sheepdog_store_read_concurrency', 3)
+        overrides.setdefault('sheepdog_store_read_window', 8)
+        return super(ReadAheadTest, self).make_conf(**overrides)
+
+    def setUp(self):
+        super(ReadAheadTest, self).setUp()
+        self.data = os.urandom(5 * WINDOW + OBJECT + 12345)
+        self.sheep.create_vdi('img', self.data)
+
+    def reads(self):
+        return [(int(c[-2]), int(c[-1])) for c in self.sheep.calls('read')]
+
+    def test_windows_helper(self):
+        self.assertEqual([(3, 8 - 3), (8, 8), (16, 2)],
+                         list(readahead.windows(3, 15, 8)))
+        self.assertEqual([(0, 8)], list(readahead.windows(0, 8, 8)))
+        self.assertEqual([], list(readahead.windows(5, 0, 8)))
+
+    def test_whole_image_in_order(self):
+        stream, length = self.sd.get(self.location('img'))
+        self.assertIsInstance(stream, readahead.ReadAheadStream)
+        self.assertEqual(self.data, b''.join(stream))
+        self.assertEqual(len(self.data), length)
+        reads = sorted(self.reads())
+        # Object-aligned windows, each asked for exactly its bytes.
+        self.assertEqual(list(readahead.windows(0, len(self.data), WINDOW)),
+                         reads)
+        for offset, _length in reads:
+            self.assertEqual(0, offset % OBJECT)
+        self.assertNothingLeft(['img'])
+
+    def test_ranges_inside_objects(self):
+        for offset, length in ((OBJECT + 3, 2 * WINDOW + 5),
+                               (WINDOW - 1, WINDOW + 2),
+                               (7, len(self.data) - 9)):
+            self.assertEqual(self.data[offset:offset + length],
+                             self.read_all('img', offset, length))
+        self.assertNothingLeft(['img'])
+
+    def test_more_readers_than_windows(self):
+        sd = self.make_store(self.make_conf(
+            sheepdog_store_read_concurrency=50))
+        stream, _length = sd.get(self.location('img'), offset=5,
+                                 chunk_size=2 * WINDOW)
+        self.assertEqual(self.data[5:5 + 2 * WINDOW], b''.join(stream))
+        self.assertEqual(3, len(self.reads()))
+        self.assertNothingLeft(['img'])
+
+    def test_order_under_random_window_delays(self):
+        # Each CLI call sleeps a random 0-60 ms before it starts, so the
+        # windows finish out of order.
+        jitter = unit_base.write_script(
+            os.path.join(self.sheep.root, 'jittery-dog'),
+            '#!%s\nimport os, random, sys, time\n'
+            'time.sleep(random.uniform(0, 0.06))\n'
+            'os.execv(%r, [%r] + sys.argv[1:])\n'
+            % (sys.executable, self.sheep.dog_path, self.sheep.dog_path))
+        sd = self.make_store(self.make_conf(
+            sheepdog_store_command=jitter,
+            sheepdog_store_read_concurrency=4))
+        for _attempt in range(3):
+            self.assertEqual(self.data, b''.join(
+                sd.get(self.location('img'))[0]))
+        self.assertNothingLeft(['img'])
+
+    def test_failure_in_a_middle_window(self):
+        bad = 2 * WINDOW + OBJECT + 100
+        self.sheep.set_knobs(fail_at_offset=bad)
+        stream, _length = self.sd.get(self.location('img'))
+        received = []
+        exc = self.assertRaises(exceptions.BackendException,
+                                lambda: received.extend(stream))
+        self.assertIn('I/O error', str(exc))
+        got = b''.join(received)
+        # In order and correct up to the failure, never a byte past it.
+        self.assertLessEqual(len(got), bad)
+        self.assertEqual(self.data[:len(got)], got)
+        self.assertNothingLeft(['img'])
+
+    def test_short_window_fails(self):
+        self.sheep.set_knobs(short_bytes=WINDOW - 1)
+        stream, _length = self.sd.get(self.location('img'))
+        exc = self.assertRaises(exceptions.BackendException, b''.join,
+                                stream)
+        self.assertIn('%d of %d' % (WINDOW - 1, WINDOW), str(exc))
+        self.assertNothingLeft(['img'])
+
+    def test_early_close_kills_every_child(self):
+        # Every window but the first takes 30 s to start: they are all
+        # still running when the consumer goes away.
+        slow = unit_base.write_script(
+            os.path.join(self.sheep.root, 'slow-dog'),
+            '#!%s\nimport os, sys, time\n'
+            'if "read" in sys.argv and sys.argv[-2] != "0":\n'
+            '    time.sleep(30)\n'
+            'os.execv(%r, [%r] + sys.argv[1:])\n'
+            % (sys.executable, self.sheep.dog_path, self.sheep.dog_path))
+        sd = self.make_store(self.make_conf(sheepdog_store_command=slow))
+        stream, _length = sd.get(self.location('img'))
+        # Should an assertion fail first, the children must not outlive
+        # this test and leak into the next one's checks.
+        self.addCleanup(stream.close)
+        iterator = iter(stream)
+        self.assertEqual(self.data[:self.READ_SIZE], next(iterator))
+        # The two slow windows at least (the head's child may be done).
+        self.assertLessEqual(2, len(base.children()))
+        stream.close()
+        self.assertNothingLeft(['img'])
+
+    def test_dropped_iterator_kills_every_child(self):
+        stream, _length = self.sd.get(self.location('img'))
+        next(iter(stream))
+        del stream
+        self.assertNothingLeft(['img'])
+
+    def test_single_reader_is_the_plain_stream(self):
+        sd = self.make_store(self.make_conf(
+            sheepdog_store_read_concurrency=1))
+        stream, _length = sd.get(self.location('img'))
+        self.assertNotIsInstance(stream, readahead.ReadAheadStream)
+        self.assertEqual(self.data, b''.join(stream))
+        self.assertEqual([(0, len(self.data))], self.reads())
+        self.assertNothingLeft(['img'])
