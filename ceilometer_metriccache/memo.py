@@ -109,7 +109,11 @@ class BoundedNameSet(object):
         return self._memo.maxsize
 
     def __contains__(self, name):
-        return self._memo.get(name) is not None
+        # Upstream checks, warns, then adds; the agent's threads run that
+        # concurrently, so two of them could both pass the check and warn
+        # twice (seen with the real agent). The first check claims the
+        # name: exactly one caller sees it missing.
+        return not self._memo.add(name)
 
     def __len__(self):
         return len(self._memo)

@@ -59,6 +59,30 @@ class TestBoundedMemo(testtools.TestCase):
         self.assertIn('n99', names)
         self.assertNotIn('n0', names)
 
+    def test_name_set_first_check_claims_the_name(self):
+        """Upstream checks, warns, then adds: one warning per name.
+
+        The real agent's threads raced between the check and the add and
+        warned twice; the first check now claims the name.
+        """
+        names = memo.BoundedNameSet(5)
+        barrier = threading.Barrier(8)
+        missing = []
+
+        def check():
+            barrier.wait()
+            if 'metric.x' not in names:
+                missing.append(1)
+            names.add('metric.x')
+
+        threads = [threading.Thread(target=check) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual([1], missing)
+        self.assertIn('metric.x', names)
+
     def _hammer(self, spawn, join, m, workers=8, rounds=2000):
         errors = []
 
