@@ -28,8 +28,8 @@ function install_fastpath {
 
 function install_fastpath_emulator {
     mkdir -p "$FASTPATH_EMULATOR_DIR"
-    "$(_fastpath_python)" -m glance_store_fastsheep.tests.emulator_fixture \
-        --root "$FASTPATH_EMULATOR_DIR" \
+    "$(_fastpath_python)" -m glance_store_fastsheep.tests.sheepdog_emulator \
+        --emulator-admin --root "$FASTPATH_EMULATOR_DIR" \
         --address "$FASTPATH_SHEEPDOG_ADDRESS" \
         --port "$FASTPATH_SHEEPDOG_PORT" \
         setup --bin "$FASTPATH_EMULATOR_DIR/bin"

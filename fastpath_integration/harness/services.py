@@ -35,6 +35,21 @@ STOCK_TOPIC = 'notifications-stock'
 PLUGIN_TOPIC = 'notifications'
 
 
+def venv_env(venv, extra=None):
+    """The environment of a service run from ``venv``.
+
+    Without the test runner's own venv: uWSGI reads VIRTUAL_ENV to pick
+    its Python home, and would then import from tox's venv.
+    """
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('VIRTUAL_ENV', 'PYTHONHOME', 'PYTHONPATH',
+                        'PYTHONWARNINGS', 'PYTHONDONTWRITEBYTECODE')}
+    env['VIRTUAL_ENV'] = venv
+    env['PATH'] = os.path.join(venv, 'bin') + ':' + env.get('PATH', '')
+    env.update(extra or {})
+    return env
+
+
 def devstack_lib(function, args, env=None, log=None):
     """Run one function of devstack/lib/fastpath, as the plugin does."""
     script = 'set -eu; source "$0"; %s "$@"' % function
@@ -230,8 +245,7 @@ class Gnocchi(fixtures.Fixture):
                     '[metricd]\nworkers = 1\nmetric_processing_delay = 1\n'
                     % (port, self.indexer_url,
                        os.path.join(base, 'storage')))
-        env = dict(os.environ,
-                   PATH=os.path.join(venv, 'bin') + ':' + os.environ['PATH'])
+        env = venv_env(venv)
         bindir = os.path.join(venv, 'bin')
         processes.run([os.path.join(bindir, 'gnocchi-upgrade'),
                        '--config-file', conf],
@@ -321,16 +335,18 @@ class CeilometerAgent(fixtures.Fixture):
                     % (self.transport_url, pipeline, event_pipeline,
                        self.topic, self.gnocchi_url))
         bindir = os.path.join(venv, 'bin')
+        env = venv_env(venv)
         if self.upgrade:
             # Creates gnocchi's resource types and archive policies.
             processes.run([os.path.join(bindir, 'ceilometer-upgrade'),
                            '--config-file', conf],
-                          log=os.path.join(base, 'upgrade.log'), cwd=base)
+                          log=os.path.join(base, 'upgrade.log'), cwd=base,
+                          env=env)
         self.service = self.useFixture(processes.Service(
             'ceilometer-%s' % self.name,
             [os.path.join(bindir, 'ceilometer-agent-notification'),
              '--config-file', conf, '--log-file', self.log],
-            os.path.join(base, 'stdout.log'), cwd=base))
+            os.path.join(base, 'stdout.log'), cwd=base, env=env))
         self._wait_consuming()
         with open(pipeline) as f:
             self.pipeline = f.read()
@@ -447,7 +463,7 @@ class Glance(fixtures.Fixture):
                 ['bash', '-c', 'source "$0"; fastpath_glance_store_mode "$1"',
                  LIB_FASTPATH, os.path.join(venv, 'bin', 'python')],
                 check=True, capture_output=True, text=True,
-                env=dict(os.environ, **env)).stdout.strip()
+                env=venv_env(venv, env)).stdout.strip()
             devstack_lib('configure_fastpath_glance', [conf, mode], env=env,
                          log=log)
             self.backend = env.get('FASTPATH_GLANCE_BACKEND_ID',
@@ -455,9 +471,11 @@ class Glance(fixtures.Fixture):
         else:
             self.backend = 'fs'
         bindir = os.path.join(venv, 'bin')
+        env = venv_env(venv)
         processes.run([os.path.join(bindir, 'glance-manage'),
                        '--config-file', conf, 'db_sync'],
-                      log=os.path.join(base, 'db_sync.log'), cwd=cwd)
+                      log=os.path.join(base, 'db_sync.log'), cwd=cwd,
+                      env=env)
         uwsgi_ini = os.path.join(etc, 'glance-api-uwsgi.ini')
         with open(uwsgi_ini, 'w') as f:
             f.write('[uwsgi]\n'
@@ -474,7 +492,8 @@ class Glance(fixtures.Fixture):
                     % (etc, port, cwd))
         service = self.useFixture(processes.Service(
             'glance-api', [os.path.join(bindir, 'uwsgi'), '--ini', uwsgi_ini],
-            os.path.join(self.rundir, 'glance-uwsgi.log'), cwd=cwd))
+            os.path.join(self.rundir, 'glance-uwsgi.log'), cwd=cwd,
+            env=env))
         self.url = 'http://127.0.0.1:%d' % port
         service.wait_ready(lambda: requests.get(
             self.url + '/v2/images', headers=ADMIN_HEADERS,
@@ -545,14 +564,16 @@ class Harness(fixtures.Fixture):
         """
         wheels = os.path.join(self.rundir, 'wheel')
         log = os.path.join(self.rundir, 'install.log')
-        processes.run([
-            os.path.join(venvs.ensure_venv('glance'), 'bin', 'pip'),
-            'wheel', '-q', '--no-deps', '-w', wheels, TOPDIR], log=log)
+        glance = venvs.ensure_venv('glance')
+        processes.run([os.path.join(glance, 'bin', 'pip'), 'wheel', '-q',
+                       '--no-deps', '-w', wheels, TOPDIR], log=log,
+                      env=venv_env(glance))
         wheel = glob.glob(os.path.join(wheels, '*.whl'))[0]
         for service in ('glance', 'ceilometer'):
-            pip = os.path.join(venvs.ensure_venv(service), 'bin', 'pip')
-            processes.run([pip, 'install', '-q', '--no-deps',
-                           '--force-reinstall', wheel], log=log)
+            venv = venvs.ensure_venv(service)
+            processes.run([os.path.join(venv, 'bin', 'pip'), 'install', '-q',
+                           '--no-deps', '--force-reinstall', wheel], log=log,
+                          env=venv_env(venv))
 
 
 class SheepdogEmulator(fixtures.Fixture):
@@ -570,10 +591,13 @@ class SheepdogEmulator(fixtures.Fixture):
         port = processes.free_port()
         python = os.path.join(venvs.ensure_venv('glance'), 'bin', 'python')
         processes.run([
-            python, '-m', 'glance_store_fastsheep.tests.emulator_fixture',
-            '--root', root, '--address', '127.0.0.1', '--port', str(port),
+            # The emulator module itself: the fixture module needs the
+            # test-only ``fixtures`` library, which glance's venv lacks.
+            python, '-m', 'glance_store_fastsheep.tests.sheepdog_emulator',
+            '--emulator-admin', '--root', root, '--address', '127.0.0.1', '--port', str(port),
             'setup', '--bin', os.path.join(root, 'bin')],
-            log=os.path.join(self.rundir, 'emulator-setup.log'))
+            log=os.path.join(self.rundir, 'emulator-setup.log'),
+            env=venv_env(os.path.dirname(os.path.dirname(python))))
         self.env = {
             'FASTPATH_SHEEPDOG_ADDRESS': '127.0.0.1',
             'FASTPATH_SHEEPDOG_PORT': str(port),

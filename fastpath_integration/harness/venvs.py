@@ -68,7 +68,11 @@ def _locked(path):
 def _run(cmd, log):
     log.write(('+ %s\n' % ' '.join(cmd)).encode())
     log.flush()
-    subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT)
+    # Nothing of the calling venv (tox's) may leak into the build.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('VIRTUAL_ENV', 'PYTHONHOME', 'PYTHONPATH')}
+    subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT,
+                   env=env)
 
 
 def ensure_venv(service, python=None):
