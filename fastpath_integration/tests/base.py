@@ -25,7 +25,6 @@ class IntegrationTestCase(testtools.TestCase):
 
         stestr hides a passing test's output, hence the report file.
         """
-        print(text)
         with open(self.env['report'], 'a') as f:
             f.write(text + '\n')
 
