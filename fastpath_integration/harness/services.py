@@ -74,11 +74,18 @@ def apt_install(packages, log):
 
 
 class PostgreSQL(fixtures.Fixture):
-    """A database for gnocchi's indexer; ``self.url`` points at it."""
+    """Databases for gnocchi's indexer and glance's registry.
 
-    def __init__(self, rundir):
+    ``self.urls[name]`` is the SQLAlchemy URL of database ``name``.
+    (glance on SQLite fails under uWSGI's concurrent workers with
+    "database is locked"; devstack gives it a real database too.)
+    """
+
+    def __init__(self, rundir, databases=('gnocchi', 'glance')):
         super(PostgreSQL, self).__init__()
         self.rundir = rundir
+        self.databases = databases
+        self.urls = {}
 
     def _bindir(self):
         found = sorted(glob.glob('/usr/lib/postgresql/*/bin/initdb'),
@@ -87,9 +94,6 @@ class PostgreSQL(fixtures.Fixture):
 
     def _setUp(self):
         log = os.path.join(self.rundir, 'postgresql-setup.log')
-        if os.environ.get('FASTPATH_PG_URL'):
-            self.url = os.environ['FASTPATH_PG_URL']
-            return
         if processes.port_open(5432) and _is_root():
             self._reuse(log)
             return
@@ -97,29 +101,35 @@ class PostgreSQL(fixtures.Fixture):
             apt_install(['postgresql'], log)
         self._private(log)
 
-    def _psql(self, port, sql, log):
-        processes.run(['runuser', '-u', 'postgres', '--', 'psql', '-q',
-                       '-h', '127.0.0.1', '-p', str(port), '-U', 'postgres',
-                       '-d', 'postgres', '-c', sql], log=log)
+    @staticmethod
+    def _psql(sql, log, port=None):
+        """Run SQL with psql as the postgres OS user.
+
+        Over TCP to our private instance (trust), else over the local
+        socket (peer auth).
+        """
+        cmd = ['runuser', '-u', 'postgres', '--', 'psql', '-q',
+               '-v', 'ON_ERROR_STOP=1']
+        if port is not None:
+            cmd += ['-h', '127.0.0.1', '-p', str(port), '-U', 'postgres',
+                    '-d', 'postgres']
+        processes.run(cmd + ['-c', sql], log=log)
 
     def _reuse(self, log):
-        """A cluster is already running: use a throw-away role and db."""
-        name = 'fastpath_%s' % uuid.uuid4().hex[:8]
+        """A cluster is already running: a throw-away role and dbs."""
+        role = 'fastpath_%s' % uuid.uuid4().hex[:8]
         password = uuid.uuid4().hex
-        # Over the local socket as the postgres OS user (peer auth).
-        for sql in ("CREATE ROLE %s LOGIN PASSWORD '%s'" % (name, password),
-                    'CREATE DATABASE %s OWNER %s' % (name, name)):
-            processes.run(['runuser', '-u', 'postgres', '--', 'psql', '-q',
-                           '-c', sql], log=log)
-        self.addCleanup(processes.run, [
-            'runuser', '-u', 'postgres', '--', 'psql', '-q', '-c',
-            'DROP ROLE %s' % name], log=log)
-        self.addCleanup(processes.run, [
-            'runuser', '-u', 'postgres', '--', 'psql', '-q', '-c',
-            'DROP DATABASE %s WITH (FORCE)' % name], log=log)
-        self.url = 'postgresql://%s:%s@127.0.0.1:5432/%s' % (
-            name, password, name)
-        LOG.info('postgresql: reusing the running cluster (db %s)', name)
+        self._psql("CREATE ROLE %s LOGIN PASSWORD '%s'" % (role, password),
+                   log)
+        self.addCleanup(self._psql, 'DROP ROLE %s' % role, log)
+        for name in self.databases:
+            db = '%s_%s' % (role, name)
+            self._psql('CREATE DATABASE %s OWNER %s' % (db, role), log)
+            self.addCleanup(self._psql,
+                            'DROP DATABASE %s WITH (FORCE)' % db, log)
+            self.urls[name] = 'postgresql://%s:%s@127.0.0.1:5432/%s' % (
+                role, password, db)
+        LOG.info('postgresql: reusing the running cluster (role %s)', role)
 
     def _private(self, log):
         bindir = self._bindir()
@@ -145,8 +155,10 @@ class PostgreSQL(fixtures.Fixture):
             stop_signal=signal.SIGINT)
         self.useFixture(service)
         service.wait_ready(lambda: processes.port_open(port), 60)
-        self._psql(port, 'CREATE DATABASE gnocchi', log)
-        self.url = 'postgresql://postgres@127.0.0.1:%d/gnocchi' % port
+        for name in self.databases:
+            self._psql('CREATE DATABASE %s' % name, log, port=port)
+            self.urls[name] = 'postgresql://postgres@127.0.0.1:%d/%s' % (
+                port, name)
         LOG.info('postgresql: private instance on port %d', port)
 
 
@@ -399,9 +411,10 @@ def write_resources_file(ceilometer_venv, path):
 class Glance(fixtures.Fixture):
     """glance-api (current release) under uWSGI, threads, no keystone."""
 
-    def __init__(self, rundir, store_env=None):
+    def __init__(self, rundir, db_url, store_env=None):
         super(Glance, self).__init__()
         self.rundir = rundir
+        self.db_url = db_url
         # FASTPATH_* variables for devstack/lib/fastpath; None keeps
         # glance on the stock file store.
         self.store_env = store_env
@@ -440,7 +453,7 @@ class Glance(fixtures.Fixture):
             ('os_glance_tasks_store', 'filesystem_store_datadir',
              os.path.join(base, 'tasks')),
             ('database', 'connection',
-             'sqlite:///%s' % os.path.join(base, 'glance.sqlite')),
+             self.db_url.replace('postgresql://', 'postgresql+psycopg2://')),
             # No keystone: a pipeline that trusts identity headers.
             ('paste_deploy', 'flavor', 'trusted'),
             ('paste_deploy', 'config_file', paste),
@@ -535,7 +548,7 @@ class Harness(fixtures.Fixture):
         self.install_project()
         pg = self.useFixture(PostgreSQL(self.rundir))
         rabbit = self.useFixture(RabbitMQ(self.rundir))
-        gnocchi = self.useFixture(Gnocchi(self.rundir, pg.url))
+        gnocchi = self.useFixture(Gnocchi(self.rundir, pg.urls['gnocchi']))
         self.info.update(transport_url=rabbit.url, gnocchi_url=gnocchi.url)
         agents = {}
         for name, publisher, topic in (
@@ -552,7 +565,8 @@ class Harness(fixtures.Fixture):
         if self.plugins:
             store_env = self.useFixture(SheepdogEmulator(self.rundir)).env
             self.info['emulator'] = store_env
-        glance = self.useFixture(Glance(self.rundir, store_env))
+        glance = self.useFixture(Glance(self.rundir, pg.urls['glance'],
+                                        store_env))
         self.info['glance'] = {'url': glance.url, 'backend': glance.backend,
                                'conf': glance.conf, 'pid': glance.pid}
         self.env_file = os.path.join(self.rundir, 'env.json')
