@@ -118,7 +118,7 @@ def wait_process(proc, timeout):
             raise Timeout('process %s still running after %ss'
                           % (proc.pid, timeout))
         sleep(interval)
-        interval = min(interval * 2, 0.02)
+        interval = min(interval * 2, 0.005)
 
 
 def kill_and_reap(proc, grace=5.0):

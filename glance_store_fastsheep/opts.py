@@ -28,7 +28,7 @@ DEFAULT_PORT = 7000
 DEFAULT_CHUNK_SIZE = 64
 DEFAULT_READ_SIZE = MIB
 DEFAULT_PIPE_SIZE = MIB
-DEFAULT_WRITE_CONCURRENCY = 4
+DEFAULT_WRITE_CONCURRENCY = 8
 DEFAULT_READ_CONCURRENCY = 1
 DEFAULT_READ_WINDOW = 16
 DEFAULT_COMMAND = 'dog'
@@ -98,7 +98,9 @@ Maximum number of ``dog vdi write`` processes one upload keeps in flight.
 
 1 writes chunk after chunk, each waited on before the next one starts.
 Larger values overlap the start-up and commit time of each call with the
-transfer of the next chunks.
+transfer of the next chunks: the writers for the next chunks are started
+before their data arrives. A waiting writer costs a process and a pipe,
+not image memory (the data streams through one piece at a time).
 """),
     cfg.IntOpt('sheepdog_store_read_concurrency',
                min=1,

@@ -270,9 +270,9 @@ class Store(driver.Store):
         except ValueError as exc:
             raise exceptions.Invalid(message='cannot store image %s in '
                                      'sheepdog: %s' % (image_id, exc))
-        if current.cli.stat(current.address, current.port, name):
-            raise exceptions.Duplicate(
-                message='sheepdog image %s already exists' % name)
+        # No existence check first: `vdi create` refuses an existing name
+        # (Duplicate, see cli.error_for), and a check would cost one more
+        # CLI call per upload without closing the race.
         checksum = _hasher('md5')
         hashers = [checksum]
         multihash = None

@@ -152,7 +152,12 @@ class Source(object):
 
 
 class Digest(object):
-    """The checksum, multihash and verifier, fed piece by piece in order."""
+    """The checksum, multihash and verifier, fed piece by piece in order.
+
+    Pieces are at most read-size bytes, and the caller runs the eventlet
+    hub between two of them: hashing a whole 64 MiB chunk at once would
+    hold every other request for tens of milliseconds.
+    """
 
     def __init__(self, hashers, verifier):
         self.hashers = hashers
