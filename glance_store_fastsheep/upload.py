@@ -265,6 +265,8 @@ class Uploader(object):
                    len(self._active) < self.settings.write_concurrency):
                 self._spawn(*bounds[spawned])
                 spawned += 1
+                # A fork holds the hub for a few ms: not N of them in a row.
+                coop.give_way()
             if spawned <= index:
                 self._make_room()
                 self._spawn(offset, length)
