@@ -21,9 +21,11 @@ section's get rows, whose worker and cluster set-up this section reuses:
 * ``readahead_get_single_eventlet`` / ``_threads``:
   ``sheepdog_store_read_concurrency = 1``, the plain stream.
 * ``readahead_get_parallel_eventlet`` / ``_threads``: N readers (default
-  4) over windows of W MiB (default 32: each window starts one emulator
-  process, a Python interpreter at ~20 ms, where the real ``dog`` takes a
-  few ms, so the bench uses fewer, larger windows than a cluster needs).
+  4) over windows of W MiB (default 64: each window starts one emulator
+  process, a Python interpreter at ~20 ms of CPU, where the real ``dog``
+  takes a few ms, so on a 2-core machine the bench needs fewer, larger
+  windows than a cluster does; with 32 MiB windows the starts alone
+  cost ~0.8 s of CPU per GiB here).
 
 Ratios: ``get_parallel_vs_single`` (eventlet; target >= 2.5),
 ``get_parallel_vs_single_threads`` (>= 2.5) and
@@ -46,8 +48,8 @@ def add_arguments(parser):
     group.add_argument('--readahead-n', type=int, default=4,
                        help='read concurrency of the parallel rows '
                             '(default 4)')
-    group.add_argument('--readahead-window-mib', type=int, default=32,
-                       help='read-ahead window in MiB (default 32)')
+    group.add_argument('--readahead-window-mib', type=int, default=64,
+                       help='read-ahead window in MiB (default 64)')
     group.add_argument('--readahead-object-ms', type=float, default=7.0,
                        help='emulated service time per 4 MiB object in '
                             'one dog process (default 7)')
