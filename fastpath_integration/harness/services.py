@@ -81,7 +81,8 @@ class PostgreSQL(fixtures.Fixture):
     "database is locked"; devstack gives it a real database too.)
     """
 
-    def __init__(self, rundir, databases=('gnocchi', 'glance')):
+    def __init__(self, rundir,
+                 databases=('gnocchi', 'glance', 'glance_eventlet')):
         super(PostgreSQL, self).__init__()
         self.rundir = rundir
         self.databases = databases
@@ -409,19 +410,29 @@ def write_resources_file(ceilometer_venv, path):
 
 
 class Glance(fixtures.Fixture):
-    """glance-api (current release) under uWSGI, threads, no keystone."""
+    """glance-api with no keystone.
 
-    def __init__(self, rundir, db_url, store_env=None):
+    ``server='uwsgi'``: current glance under uWSGI (threads, no
+    eventlet), the only way glance 33 runs. ``server='eventlet'``: the
+    standalone eventlet ``glance-api`` that releases up to 32 still had,
+    which runs the store under eventlet's monkey-patching.
+    """
+
+    def __init__(self, rundir, db_url, store_env=None, name='glance',
+                 venv='glance', server='uwsgi'):
         super(Glance, self).__init__()
         self.rundir = rundir
         self.db_url = db_url
+        self.name = name
+        self.venv_name = venv
+        self.server = server
         # FASTPATH_* variables for devstack/lib/fastpath; None keeps
         # glance on the stock file store.
         self.store_env = store_env
 
     def _setUp(self):
-        venv = venvs.ensure_venv('glance')
-        base = os.path.join(self.rundir, 'glance')
+        venv = venvs.ensure_venv(self.venv_name)
+        base = os.path.join(self.rundir, self.name)
         etc = os.path.join(base, 'etc')
         cwd = os.path.join(base, 'cwd')
         for d in (etc, cwd, os.path.join(base, 'images'),
@@ -439,8 +450,8 @@ class Glance(fixtures.Fixture):
         settings = [
             ('DEFAULT', 'enabled_backends', 'fs:file'),
             ('DEFAULT', 'enabled_import_methods', '[glance-direct]'),
-            ('DEFAULT', 'log_file', os.path.join(self.rundir,
-                                                 'glance-api.log')),
+            ('DEFAULT', 'log_file', os.path.join(
+                self.rundir, '%s-api.log' % self.name)),
             ('DEFAULT', 'debug', 'false'),
             # The tests check locations: where the image went, and that a
             # location written by the Pike driver can be added.
@@ -459,6 +470,10 @@ class Glance(fixtures.Fixture):
             ('paste_deploy', 'config_file', paste),
             ('oslo_policy', 'enforce_new_defaults', 'false'),
         ]
+        if self.server == 'eventlet':
+            settings += [('DEFAULT', 'bind_host', '127.0.0.1'),
+                         ('DEFAULT', 'bind_port', str(port)),
+                         ('DEFAULT', 'workers', '2')]
         for section, option, value in settings:
             devstack_lib('iniset', [conf, section, option, value], log=log)
         for section, option, value in (
@@ -490,6 +505,25 @@ class Glance(fixtures.Fixture):
                        '--config-file', conf, 'db_sync'],
                       log=os.path.join(base, 'db_sync.log'), cwd=cwd,
                       env=env)
+        if self.server == 'eventlet':
+            cmd = [os.path.join(bindir, 'glance-api'), '--config-file', conf]
+        else:
+            cmd = [os.path.join(bindir, 'uwsgi'),
+                   '--ini', self._uwsgi_ini(etc, port, cwd)]
+        service = self.useFixture(processes.Service(
+            '%s-api' % self.name, cmd,
+            os.path.join(self.rundir, '%s-server.log' % self.name), cwd=cwd,
+            env=env))
+        self.url = 'http://127.0.0.1:%d' % port
+        service.wait_ready(lambda: requests.get(
+            self.url + '/v2/images', headers=ADMIN_HEADERS,
+            timeout=5).status_code == 200, 120)
+        self.pid = service.pid
+        LOG.info('%s-api (%s): %s (default backend %s)', self.name,
+                 self.server, self.url, self.backend)
+
+    @staticmethod
+    def _uwsgi_ini(etc, port, cwd):
         uwsgi_ini = os.path.join(etc, 'glance-api-uwsgi.ini')
         with open(uwsgi_ini, 'w') as f:
             f.write('[uwsgi]\n'
@@ -504,17 +538,7 @@ class Glance(fixtures.Fixture):
                     'http-raw-body = true\nbuffer-size = 65535\n'
                     'add-header = Connection: close\n'
                     % (etc, port, cwd))
-        service = self.useFixture(processes.Service(
-            'glance-api', [os.path.join(bindir, 'uwsgi'), '--ini', uwsgi_ini],
-            os.path.join(self.rundir, 'glance-uwsgi.log'), cwd=cwd,
-            env=env))
-        self.url = 'http://127.0.0.1:%d' % port
-        service.wait_ready(lambda: requests.get(
-            self.url + '/v2/images', headers=ADMIN_HEADERS,
-            timeout=5).status_code == 200, 120)
-        self.pid = service.pid
-        LOG.info('glance-api: %s (default backend %s)', self.url,
-                 self.backend)
+        return uwsgi_ini
 
 
 ADMIN_HEADERS = {
@@ -565,10 +589,15 @@ class Harness(fixtures.Fixture):
         if self.plugins:
             store_env = self.useFixture(SheepdogEmulator(self.rundir)).env
             self.info['emulator'] = store_env
-        glance = self.useFixture(Glance(self.rundir, pg.urls['glance'],
-                                        store_env))
-        self.info['glance'] = {'url': glance.url, 'backend': glance.backend,
-                               'conf': glance.conf, 'pid': glance.pid}
+        for key, venv, server in (('glance', 'glance', 'uwsgi'),
+                                  ('glance_eventlet', 'glance-eventlet',
+                                   'eventlet')):
+            glance = self.useFixture(Glance(
+                self.rundir, pg.urls[key], store_env, name=key, venv=venv,
+                server=server))
+            self.info[key] = {'url': glance.url, 'backend': glance.backend,
+                              'conf': glance.conf, 'pid': glance.pid,
+                              'server': server}
         self.env_file = os.path.join(self.rundir, 'env.json')
         with open(self.env_file, 'w') as f:
             json.dump(self.info, f, indent=2)
@@ -586,7 +615,7 @@ class Harness(fixtures.Fixture):
                        '--no-deps', '-w', wheels, TOPDIR], log=log,
                       env=venv_env(glance))
         wheel = glob.glob(os.path.join(wheels, '*.whl'))[0]
-        for service in ('glance', 'ceilometer'):
+        for service in ('glance', 'glance-eventlet', 'ceilometer'):
             venv = venvs.ensure_venv(service)
             processes.run([os.path.join(venv, 'bin', 'pip'), 'install', '-q',
                            '--no-deps', '--force-reinstall', wheel], log=log,

@@ -27,7 +27,7 @@ REQUIREMENTS_DIR = os.path.join(
 # Bump to rebuild every cached venv when the recipe below changes.
 RECIPE_VERSION = '1'
 
-SERVICES = ('glance', 'gnocchi', 'ceilometer')
+SERVICES = ('glance', 'glance-eventlet', 'gnocchi', 'ceilometer')
 
 
 def cache_root():

@@ -41,10 +41,13 @@ def payload(size, seed):
 
 
 class GlanceTestCase(base.IntegrationTestCase):
+    """glance 33 under uWSGI: native threads."""
+
+    glance_key = 'glance'
 
     def setUp(self):
         super(GlanceTestCase, self).setUp()
-        self.glance = self.env['glance']
+        self.glance = self.env[self.glance_key]
         self.url = self.glance['url']
         self.emulator = self.env.get('emulator')
         self.session = requests.Session()
@@ -277,3 +280,12 @@ class GlanceTestCase(base.IntegrationTestCase):
         self.assertGreaterEqual(resp.status_code, 400, resp.text)
         self.assertNotEqual('active', self.show(image['id'])['status'])
         self.assertFalse(self.vdi_exists(image['id']))
+
+
+class EventletGlanceTestCase(GlanceTestCase):
+    """The same tests on glance 32's standalone eventlet glance-api.
+
+    There the store runs under eventlet's monkey-patching.
+    """
+
+    glance_key = 'glance_eventlet'
