@@ -194,7 +194,7 @@ class CliRunTest(base.BaseTestCase):
         slow = test_base.write_script(
             os.path.join(self.dog.bin_dir, 'slow'),
             '#!/bin/sh\necho $$ > %s/pid\nexec sleep 30\n' % self.dog.bin_dir)
-        slow_cli = cli.Cli(slow, 0.5)
+        slow_cli = cli.Cli(slow, 2)
         exc = self.assertRaises(exceptions.BackendException, slow_cli.run,
                                 'list', '127.0.0.1', 7000)
         self.assertIn('timed out', str(exc))
