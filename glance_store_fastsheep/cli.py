@@ -32,6 +32,7 @@ import six
 
 from glance_store_fastsheep import coop
 from glance_store_fastsheep import opts
+from glance_store_fastsheep import pipes
 
 LOG = logging.getLogger(__name__)
 
@@ -266,3 +267,35 @@ class Cli(object):
     def stat(self, address, port, name):
         """The current VDI called name, or None when there is none."""
         return find_current(self.list(address, port, name), name)
+
+
+def spawn_transfer(argv, pipe_size, child_reads):
+    """Start a `vdi read` or `vdi write` child on one end of a new pipe.
+
+    The child gets the pipe as its stdin (child_reads) or its stdout,
+    /dev/null as the other stream and a temporary file as stderr, so
+    that its error message survives without a second pipe to drain.
+    Returns (proc, our end's fd, stderr file); the caller owns both.
+    """
+    stderr = tempfile.TemporaryFile()
+    read_fd, write_fd = os.pipe()
+    if child_reads:
+        ours, theirs = write_fd, read_fd
+    else:
+        ours, theirs = read_fd, write_fd
+    pipes.set_pipe_size(ours, pipe_size)
+    devnull = open(os.devnull, 'wb' if child_reads else 'rb')
+    streams = ({'stdin': theirs, 'stdout': devnull} if child_reads
+               else {'stdin': devnull, 'stdout': theirs})
+    try:
+        proc = subprocess.Popen(argv, stderr=stderr, close_fds=True,
+                                **streams)
+    except OSError as exc:
+        os.close(ours)
+        stderr.close()
+        raise exceptions.BackendException(
+            'cannot run %s: %s' % (argv[0], exc))
+    finally:
+        os.close(theirs)
+        devnull.close()
+    return proc, ours, stderr

@@ -18,9 +18,6 @@ number of bytes is checked against what was asked for: a child that dies
 or stops early is an error, never a shorter image.
 """
 
-import os
-import subprocess
-import tempfile
 
 from glance_store import exceptions
 from oslo_log import log as logging
@@ -43,21 +40,8 @@ class ReadProcess(object):
         self.received = 0
         self.idle_timeout = settings.transfer_timeout
         argv = settings.cli.argv('read', address, port, name, offset, length)
-        self._stderr = tempfile.TemporaryFile()
-        read_fd, write_fd = os.pipe()
-        pipes.set_pipe_size(read_fd, settings.pipe_size)
-        devnull = open(os.devnull, 'rb')
-        try:
-            self.proc = subprocess.Popen(argv, stdin=devnull, stdout=write_fd,
-                                         stderr=self._stderr, close_fds=True)
-        except OSError as exc:
-            os.close(read_fd)
-            self._stderr.close()
-            raise exceptions.BackendException(
-                'cannot run %s: %s' % (argv[0], exc))
-        finally:
-            os.close(write_fd)
-            devnull.close()
+        self.proc, read_fd, self._stderr = cli.spawn_transfer(
+            argv, settings.pipe_size, child_reads=False)
         self.reader = pipes.PipeReader(
             read_fd, settings.read_size if buffered else 0,
             self.idle_timeout)

@@ -30,8 +30,21 @@ class ConfigError(ValueError):
     """An option value the store cannot work with."""
 
 
-def _round_up(value, multiple):
-    return -(-value // multiple) * multiple
+def _objects_in_bytes(group, name):
+    """Option name (MiB) in bytes, rounded up to whole sheepdog objects.
+
+    Transfers cut on object boundaries never make two processes touch
+    one 4 MiB object; a value that is not a multiple is used rounded up,
+    with a warning, rather than refused.
+    """
+    mib = getattr(group, name)
+    wanted = mib * opts.MIB
+    rounded = -(-wanted // opts.OBJECT_SIZE) * opts.OBJECT_SIZE
+    if rounded != wanted:
+        LOG.warning('%s %d MiB is not a multiple of the 4 MiB sheepdog '
+                    'object size; using %d MiB', name, mib,
+                    rounded // opts.MIB)
+    return rounded
 
 
 class Settings(object):
@@ -42,13 +55,8 @@ class Settings(object):
             self.port = cli.validate_port(group.sheepdog_store_port)
         except ValueError as exc:
             raise ConfigError(str(exc))
-        chunk = group.sheepdog_store_chunk_size * opts.MIB
-        self.chunk_size = _round_up(chunk, opts.OBJECT_SIZE)
-        if self.chunk_size != chunk:
-            LOG.warning('sheepdog_store_chunk_size %d MiB is not a multiple '
-                        'of the 4 MiB sheepdog object size; using %d MiB',
-                        group.sheepdog_store_chunk_size,
-                        self.chunk_size // opts.MIB)
+        self.chunk_size = _objects_in_bytes(group,
+                                            'sheepdog_store_chunk_size')
         self.read_size = group.sheepdog_store_read_size
         if self.read_size < 4096:
             raise ConfigError('sheepdog_store_read_size must be at least '
@@ -65,13 +73,8 @@ class Settings(object):
         if self.read_concurrency < 1:
             raise ConfigError('sheepdog_store_read_concurrency must be at '
                               'least 1')
-        window = group.sheepdog_store_read_window * opts.MIB
-        self.read_window = _round_up(window, opts.OBJECT_SIZE)
-        if self.read_window != window:
-            LOG.warning('sheepdog_store_read_window %d MiB is not a multiple '
-                        'of the 4 MiB sheepdog object size; using %d MiB',
-                        group.sheepdog_store_read_window,
-                        self.read_window // opts.MIB)
+        self.read_window = _objects_in_bytes(group,
+                                             'sheepdog_store_read_window')
         self.command_timeout = group.sheepdog_store_command_timeout
         self.transfer_timeout = group.sheepdog_store_transfer_timeout
         if self.command_timeout <= 0 or self.transfer_timeout <= 0:

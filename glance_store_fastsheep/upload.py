@@ -24,9 +24,6 @@ write-then-wait loop loses its time (the CephFS kernel client lesson).
 
 import collections
 import errno
-import os
-import subprocess
-import tempfile
 
 from glance_store import exceptions
 from oslo_log import log as logging
@@ -53,21 +50,8 @@ class WriteProcess(object):
         self.idle_timeout = settings.transfer_timeout
         argv = settings.cli.argv('write', address, port, name, offset,
                                  length)
-        self._stderr = tempfile.TemporaryFile()
-        read_fd, write_fd = os.pipe()
-        pipes.set_pipe_size(write_fd, settings.pipe_size)
-        devnull = open(os.devnull, 'wb')
-        try:
-            self.proc = subprocess.Popen(argv, stdin=read_fd, stdout=devnull,
-                                         stderr=self._stderr, close_fds=True)
-        except OSError as exc:
-            os.close(write_fd)
-            self._stderr.close()
-            raise exceptions.BackendException(
-                'cannot run %s: %s' % (argv[0], exc))
-        finally:
-            os.close(read_fd)
-            devnull.close()
+        self.proc, write_fd, self._stderr = cli.spawn_transfer(
+            argv, settings.pipe_size, child_reads=True)
         self.writer = pipes.PipeWriter(write_fd, self.idle_timeout)
         LOG.debug('Started `%s` (pid %s)', ' '.join(argv), self.proc.pid)
 
