@@ -132,6 +132,7 @@ class PipeWriter(object):
     def __init__(self, fd, idle_timeout):
         self.fd = fd
         self.idle_timeout = idle_timeout
+        self.green = coop.is_green()
         set_blocking(fd, False)
         self._file = io.FileIO(fd, 'wb', closefd=True)
 
@@ -158,6 +159,12 @@ class PipeWriter(object):
                 waited = True
                 continue
             pos += count
+            if pos < total and self.green:
+                # A partial write means the child is draining the pipe
+                # as we fill it; retrying at once would never see EAGAIN
+                # and would hold the hub until the whole piece is in.
+                coop.give_way()
+                waited = True
         return waited
 
     def close(self):

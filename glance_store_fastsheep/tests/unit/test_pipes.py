@@ -13,6 +13,7 @@
 import fcntl
 import os
 import threading
+from unittest import mock
 
 from oslotest import base
 
@@ -112,6 +113,50 @@ class WriterTest(base.BaseTestCase):
         writer.close()
         thread.join()
         self.assertEqual(data, received[0])
+
+    def test_green_partial_writes_give_way_between_them(self):
+        # A child that drains the pipe as fast as it fills never makes
+        # write() see EAGAIN: under eventlet each partial write must let
+        # the hub run, or one piece holds every other request.
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        with mock.patch.object(coop, 'is_green', return_value=True):
+            writer = pipes.PipeWriter(write_fd, idle_timeout=5)
+        self.addCleanup(writer.close)
+        written = []
+
+        class Trickle(object):
+            closed = False
+
+            def write(self, view):
+                piece = bytes(view[:1000])
+                written.append(piece)
+                return len(piece)
+
+            def close(self):
+                self.closed = True
+
+        real_file, writer._file = writer._file, Trickle()
+        self.addCleanup(real_file.close)
+        data = os.urandom(4500)
+        with mock.patch.object(coop, 'give_way') as give_way, \
+                mock.patch.object(coop, 'wait_fd') as wait_fd:
+            waited = writer.write(data)
+        self.assertEqual(data, b''.join(written))
+        self.assertEqual(4, give_way.call_count)
+        self.assertFalse(wait_fd.called)
+        self.assertTrue(waited)
+
+    def test_native_partial_writes_do_not_yield(self):
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        with mock.patch.object(coop, 'is_green', return_value=False):
+            writer = pipes.PipeWriter(write_fd, idle_timeout=5)
+        self.addCleanup(writer.close)
+        with mock.patch.object(coop, 'give_way') as give_way:
+            writer.write(b'x' * 3000)
+        self.assertEqual(b'x' * 3000, os.read(read_fd, 4096))
+        self.assertFalse(give_way.called)
 
     def test_reader_gone(self):
         read_fd, write_fd = os.pipe()
