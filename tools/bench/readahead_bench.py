@@ -29,7 +29,7 @@ section's get rows, whose worker and cluster set-up this section reuses:
 
 Ratios: ``get_parallel_vs_single`` (eventlet; target >= 2.5),
 ``get_parallel_vs_single_threads`` (>= 2.5) and
-``get_parallel_rss_growth_mib`` (<= N x W + 16).
+``get_parallel_rss_growth_mib`` and ``_threads`` (each <= N x W + 16).
 """
 
 import os
@@ -87,8 +87,12 @@ class _Section(sheepdog_bench._Section):
         self.ratio('get_parallel_vs_single_threads',
                    'readahead_get_parallel_threads',
                    'readahead_get_single_threads', '>=', 2.5)
+        # The memory bound holds in both modes, so both are checked.
         self.ratio('get_parallel_rss_growth_mib',
                    'readahead_get_parallel_eventlet', None, '<=',
+                   n * window + 16, key='rss_growth_mib')
+        self.ratio('get_parallel_rss_growth_mib_threads',
+                   'readahead_get_parallel_threads', None, '<=',
                    n * window + 16, key='rss_growth_mib')
         self.report.note(
             'readahead: %d MiB image, %g ms per 4 MiB object in each dog '
