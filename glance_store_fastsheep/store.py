@@ -125,11 +125,13 @@ class Store(driver.Store):
     def _register_options(self):
         """Register every option that is not registered yet, one by one.
 
-        Pike's ``glance_store.register_opts`` registers the in-tree
-        driver's three sheepdog options (same names and types, other help
-        text) before any store loads; the base class registers the list
-        in one call, which stops at the first of those duplicates and
-        would leave the options added here unregistered.
+        ``opts`` shares the in-tree driver's option objects where
+        glance_store has one, so ``glance_store.register_opts`` and the
+        base class see no duplicate. Any other earlier registration of
+        those names with other objects would still make the base class's
+        single ``register_opts`` call stop at the first duplicate and
+        leave the options added here unregistered; one by one, only the
+        duplicate is skipped.
         """
         group = self.backend_group or 'glance_store'
         for opt in self.OPTIONS:
