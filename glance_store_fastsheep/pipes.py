@@ -65,6 +65,24 @@ def set_blocking(fd, blocking):
     fcntl.fcntl(fd, fcntl.F_SETFL, flags)
 
 
+def _attempt(call, view):
+    """call(view) on a non-blocking fd: its count, or None on EAGAIN.
+
+    EINTR is retried here (Python 2.7 does not retry it by itself);
+    ``io.FileIO`` answers None for EAGAIN on Python 3 and raises it on
+    Python 2.7, and both come out as None.
+    """
+    while True:
+        try:
+            return call(view)
+        except (IOError, OSError) as exc:
+            if exc.errno == errno.EINTR:
+                continue
+            if exc.errno != errno.EAGAIN:
+                raise
+            return None
+
+
 class PipeReader(object):
     """Reads a child's stdout in read_size pieces into one buffer.
 
@@ -98,14 +116,7 @@ class PipeReader(object):
         while got < want:
             if not self.green:
                 coop.wait_fd(self.fd, timeout=self.idle_timeout)
-            try:
-                count = self._file.readinto(view[got:want])
-            except (IOError, OSError) as exc:
-                if exc.errno == errno.EINTR:
-                    continue
-                if exc.errno != errno.EAGAIN:
-                    raise
-                count = None
+            count = _attempt(self._file.readinto, view[got:want])
             if count is None:
                 coop.wait_fd(self.fd, timeout=self.idle_timeout)
                 waited = True
@@ -146,14 +157,7 @@ class PipeWriter(object):
         waited = False
         total = len(view)
         while pos < total:
-            try:
-                count = self._file.write(view[pos:])
-            except (IOError, OSError) as exc:
-                if exc.errno == errno.EINTR:
-                    continue
-                if exc.errno != errno.EAGAIN:
-                    raise
-                count = None
+            count = _attempt(self._file.write, view[pos:])
             if count is None:
                 coop.wait_fd(self.fd, write=True, timeout=self.idle_timeout)
                 waited = True
