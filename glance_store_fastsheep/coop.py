@@ -74,6 +74,40 @@ def give_way():
         eventlet.sleep(0)
 
 
+def off_hub(func, *args, **kwargs):
+    """func(*args, **kwargs) on an eventlet tpool thread when green.
+
+    For work that holds its OS thread for milliseconds in C with the GIL
+    released (hashing a piece): under eventlet the hub keeps running
+    meanwhile; under native threads the calling thread already is the
+    right place, and the call is made inline.
+    """
+    if is_green():
+        from eventlet import tpool
+        return tpool.execute(func, *args, **kwargs)
+    return func(*args, **kwargs)
+
+
+class _Done(object):
+    """The already finished job ``beside`` returns under native threads."""
+
+    def wait(self):
+        return None
+
+
+def beside(func, *args):
+    """Start func(*args) off the hub; ``.wait()`` on the result joins it.
+
+    Lets the caller do its own hub-side work (a pipe write) while func
+    runs on a tpool thread. Without eventlet func runs inline, now.
+    """
+    if is_green():
+        import eventlet
+        return eventlet.spawn(off_hub, func, *args)
+    func(*args)
+    return _Done()
+
+
 def wait_fd(fd, write=False, timeout=None):
     """Wait until fd is readable (or writable); Timeout after timeout s."""
     if is_green():

@@ -138,9 +138,10 @@ class Source(object):
 class Digest(object):
     """The checksum, multihash and verifier, fed piece by piece in order.
 
-    Pieces are at most read-size bytes, and the caller runs the eventlet
-    hub between two of them: hashing a whole 64 MiB chunk at once would
-    hold every other request for tens of milliseconds.
+    Pieces are at most read-size bytes and, under eventlet, each is
+    hashed on a tpool thread: md5 of even one 1 MiB piece holds a CPU for
+    over a millisecond, and a whole 64 MiB chunk at once would hold every
+    other request for tens of milliseconds (Pike's driver does that).
     """
 
     def __init__(self, hashers, verifier):
@@ -203,13 +204,27 @@ class Uploader(object):
         while len(self._active) >= self.settings.write_concurrency:
             self._wait_oldest()
 
-    def _feed(self, child, pieces):
-        """Stream pieces (an iterable) into child; return bytes fed."""
+    def _feed(self, child, pieces, digest=None):
+        """Stream pieces (an iterable) into child; return bytes fed.
+
+        With a digest, each piece is hashed beside its own pipe write
+        (on a tpool thread under eventlet) and the hash is joined before
+        the next piece, so the digest sees the pieces in order.
+        """
         fed = 0
         try:
             for piece in pieces:
-                if not child.feed(piece):
-                    coop.give_way()
+                if digest is None:
+                    if not child.feed(piece):
+                        coop.give_way()
+                else:
+                    hashing = coop.beside(digest.update, piece)
+                    try:
+                        child.feed(piece)
+                    finally:
+                        # Under eventlet this join is a trip through the
+                        # hub, so no give_way is needed after it.
+                        hashing.wait()
                 fed += len(piece)
         except _ChildGone:
             # The child exited before taking everything: its status and
@@ -256,8 +271,8 @@ class Uploader(object):
                 self._spawn(offset, length)
                 spawned += 1
             child = [c for c in self._active if c.offset == offset][0]
-            written += self._feed(child, self._pieces(source, digest,
-                                                      length, written))
+            written += self._feed(child, self._pieces(source, length,
+                                                      written), digest)
         extra = source.read(1)
         if extra:
             raise exceptions.Invalid(
@@ -266,7 +281,7 @@ class Uploader(object):
         self.finish_all()
         return written
 
-    def _pieces(self, source, digest, length, written):
+    def _pieces(self, source, length, written):
         read_size = self.settings.read_size
         left = length
         while left > 0:
@@ -276,7 +291,6 @@ class Uploader(object):
                     message='image data ended after %d of the %d bytes '
                     'announced' % (written + length - left,
                                    self.size))
-            digest.update(piece)
             left -= len(piece)
             yield piece
 
@@ -297,10 +311,9 @@ class Uploader(object):
                 piece = source.read(min(read_size, chunk - length))
                 if not piece:
                     break
-                digest.update(piece)
+                coop.off_hub(digest.update, piece)
                 pieces.append(piece)
                 length += len(piece)
-                coop.give_way()
             if not self.created:
                 self._create(length)
             elif length:

@@ -88,6 +88,32 @@ class RoundTripTest(base.FunctionalTestCase):
         else:
             self.assertEqual(4, len(result))
 
+    def test_hashing_runs_off_the_hub(self):
+        """Under eventlet every hash update leaves the hub's OS thread.
+
+        md5 of one read-size piece holds a CPU for a millisecond or more;
+        on the hub that is a millisecond no other request runs. Under
+        native threads the request's own thread hashes, in order.
+        """
+        data = os.urandom(2 * CHUNK + 5)
+        threads = []
+        pieces = []
+
+        class Verifier(object):
+            def update(self, piece):
+                threads.append(base.os_thread_id())
+                pieces.append(bytes(piece))
+
+        for name, size in (('known', len(data)), ('unknown', 0)):
+            del threads[:], pieces[:]
+            base.add(self.sd, name, data, size=size, verifier=Verifier())
+            self.assertEqual(data, b''.join(pieces))
+            here = base.os_thread_id()
+            if base.expected_mode() == 'eventlet':
+                self.assertNotIn(here, threads)
+            else:
+                self.assertEqual({here}, set(threads))
+
 
 class RangeTest(base.FunctionalTestCase):
 

@@ -20,6 +20,7 @@ from glance_store import capabilities
 from glance_store import exceptions
 from oslo_config import cfg
 
+from glance_store_fastsheep import coop
 from glance_store_fastsheep import opts
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests.unit import base
@@ -267,6 +268,8 @@ class FaultTest(base.StoreTestCase):
     def setUp(self):
         super(FaultTest, self).setUp()
         self.sd = self.make_store()
+        # eventlet's tpool keeps its fds for the life of the process.
+        coop.off_hub(lambda: None)
         self.fds = open_fds()
 
     def assertNothingLeft(self):
