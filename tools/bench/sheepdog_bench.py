@@ -41,8 +41,14 @@ Rows (MB/s = 10**6 bytes per second, medians of the timed repeats):
   green ticker that sleeps 1 ms while the driver gets and then puts the
   image under eventlet, over every watched run (``hub_max_stall_ms``),
   with figures beside it that tell a blocked hub from a machine that
-  descheduled the process (see ``_worker_stall``). Pike's row runs once:
-  its stalls are its own.
+  descheduled the process (see ``_worker_stall``), and
+  ``idle_process_stall_ms``: the worst lateness, over the same watched
+  windows, of the same 1 ms ticker in a separate process that does
+  nothing else (the machine's own scheduling delay under that load).
+  Pike's row runs once: its stalls are its own.
+* ``fastsheep_put_eventlet`` and ``_threads`` run in alternating rounds
+  (one upload per worker per round, after an untimed small one), so that
+  a slow spell of the machine lands on both sides of their ratio.
 
 Shims applied to the Pike driver, and only to it, so that its rows finish
 with the right bytes on Python 3.11 (its code is not changed):
@@ -220,6 +226,41 @@ class _Section(object):
         self.results[name] = result
         return result
 
+    def interleaved_rows(self, rows, metrics_of):
+        """Rows whose ratio matters, measured in alternating rounds.
+
+        Each round runs every row's worker once with one timed transfer,
+        so a slow spell of this shared machine lands on both sides of the
+        ratio instead of on whichever row ran during it. A row's figure
+        is the median over its rounds; its RSS growth the largest.
+        """
+        merged = dict((name, None) for name, _params in rows)
+        for _ in range(rows[0][1]['repeats']):
+            for name, params in rows:
+                params = dict(params, root=self.root, dog=self.dog,
+                              address=ADDRESS, port=PORT, repeats=1)
+                argv = [os.path.abspath(__file__), 'worker',
+                        json.dumps(params)]
+                try:
+                    result, peak, _wall = self.common.run_worker(
+                        argv, env=self.env, timeout=900)
+                except RuntimeError as exc:
+                    sys.stderr.write('bench: sheepdog row %s failed:\n%s\n'
+                                     % (name, exc))
+                    self.report.add_row(SECTION, name, status='FAILED: %s'
+                                        % _short_error(exc))
+                    return
+                result['peak_rss_mib'] = peak
+                merged[name] = _merge_rounds(merged[name], result)
+        for name, _params in rows:
+            result = merged[name]
+            sys.stderr.write('bench: sheepdog row %s: %s s\n'
+                             % (name, result['times_s']))
+            metrics = metrics_of(result)
+            metrics['peak_rss_mib'] = result['peak_rss_mib']
+            self.report.add_row(SECTION, name, **metrics)
+            self.results[name] = result
+
     def ratio(self, name, numerator, denominator, op=None, bound=None,
               key='mb_s'):
         num = self.results.get(numerator)
@@ -319,10 +360,11 @@ class _Section(object):
                                            mode='eventlet'), transfer)
         full_put = dict(put, size=self.put_size,
                         sha256=self.prefix_sha[self.put_size])
-        self.row('fastsheep_put_eventlet', dict(full_put, driver='fastsheep',
-                                                mode='eventlet'), transfer)
-        self.row('fastsheep_put_threads', dict(full_put, driver='fastsheep',
-                                               mode='threads'), transfer)
+        self.interleaved_rows([
+            ('fastsheep_put_eventlet', dict(full_put, driver='fastsheep',
+                                            mode='eventlet')),
+            ('fastsheep_put_threads', dict(full_put, driver='fastsheep',
+                                           mode='threads'))], transfer)
         self.knobs(write_latency_ms=50)
         try:
             latency_put = dict(put, size=self.latency_size,
@@ -341,6 +383,7 @@ class _Section(object):
             return dict((key, result[key]) for key in (
                 'hub_max_stall_ms', 'hub_median_run_worst_ms',
                 'hub_stall_no_cpu_wait_ms', 'hub_worst_cpu_ms',
+                'idle_process_stall_ms',
                 'runs_worst_ms',
                 'get_stall_ms', 'put_stall_ms', 'get_mb_s', 'put_mb_s'))
 
@@ -389,6 +432,10 @@ class _Section(object):
                    key='hub_stall_no_cpu_wait_ms')
         self.ratio('hub_stall_no_cpu_wait_ms_pike', 'pike_hub_stall', None,
                    key='hub_stall_no_cpu_wait_ms')
+        # The same ticker in an idle process beside the transfers: the
+        # share of the stall that is the machine's, not the hub's.
+        self.ratio('idle_process_stall_ms', 'fastsheep_hub_stall', None,
+                   key='idle_process_stall_ms')
         self.report.note(
             'sheepdog: %d MiB image (uploads %d MiB), %d timed repeat(s) '
             'per get row and %d per put row (median); '
@@ -413,6 +460,18 @@ def run(args, report):
     finally:
         if getattr(section, '_cleanup', None):
             section.cleanup()
+
+
+def _merge_rounds(merged, result):
+    """One transfer row built from single-transfer worker results."""
+    if merged is None:
+        merged = dict(result, times_s=[])
+    merged['times_s'] = merged['times_s'] + result['times_s']
+    merged['mb_s'] = round(result['size'] / _median(merged['times_s']) / 1e6,
+                           1)
+    for key in ('rss_growth_mib', 'peak_rss_mib'):
+        merged[key] = max(merged[key], result[key])
+    return merged
 
 
 # -- worker side -------------------------------------------------------------
@@ -580,9 +639,13 @@ class _Limited(object):
         self._file.close()
 
 
-def _stored_sha256(params, name):
+def _cluster(params):
     from glance_store_fastsheep.tests import sheepdog_emulator as emu
-    cluster = emu.Cluster(params['root'], params['address'], params['port'])
+    return emu.Cluster(params['root'], params['address'], params['port'])
+
+
+def _stored_sha256(params, name):
+    cluster = _cluster(params)
     path = cluster.data_path(name)
     size = os.path.getsize(path)
     return _sha256_prefix(path, size), size, cluster
@@ -610,6 +673,10 @@ def _check_and_drop(params, image_id, size, sha256):
         raise _Fail('stored VDI differs from the source: %d bytes, sha256 '
                     '%s, expected %d bytes, %s' % (stored_size, stored_sha,
                                                    size, sha256))
+    _drop(cluster, image_id)
+
+
+def _drop(cluster, image_id):
     cluster.lock(True)
     try:
         cluster.delete(image_id)  # keep the cluster (and memory) small
@@ -625,6 +692,11 @@ def _put_once(store, params, size, sha256):
 
 def _worker_put(params, common):
     store, module, conf = _store(params)
+    # One small untimed upload first: the process's first-use costs (lazy
+    # imports, eventlet's tpool threads) are not part of a transfer, and
+    # interleaved rows time a single transfer per process.
+    image_id, _elapsed = _put(store, params, min(params['size'], 4 * MIB))
+    _drop(_cluster(params), image_id)
     baseline = common.current_rss_mib()
     times = []
     for _ in range(params['repeats']):
@@ -644,6 +716,44 @@ def _run_delay():
             return int(stat.read().split()[1]) / 1e9
     except (IOError, OSError, ValueError, IndexError):
         return 0.0
+
+
+# A 1 ms ticker in a process of its own that does nothing else: what the
+# machine's scheduler alone costs a sleeping thread while the transfers
+# (the driver process and its dog children) load the CPUs. Prints
+# "start lateness" per late tick, in CLOCK_MONOTONIC seconds, at EOF on
+# stdin.
+_IDLE_TICKER = """
+import select, sys, time
+late = []
+while not select.select([sys.stdin], [], [], 0)[0]:
+    started = time.monotonic()
+    time.sleep(0.001)
+    lateness = time.monotonic() - started - 0.001
+    if lateness > 0.001:
+        late.append('%f %f' % (started, lateness))
+print(chr(10).join(late))
+"""
+
+
+class _IdleTicker(object):
+    """The control beside ``hub_max_stall_ms`` (see _IDLE_TICKER)."""
+
+    def __init__(self):
+        import subprocess
+        self.proc = subprocess.Popen(
+            [sys.executable, '-S', '-c', _IDLE_TICKER],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def worst_within(self, windows):
+        """Its worst lateness (s) in the given (start, end) windows."""
+        out, _err = self.proc.communicate(b'')
+        worst = 0.0
+        for line in out.decode().splitlines():
+            started, lateness = (float(f) for f in line.split())
+            if any(lo <= started <= hi for lo, hi in windows):
+                worst = max(worst, lateness)
+        return worst
 
 
 def _worker_stall(params, common):
@@ -682,7 +792,8 @@ def _worker_stall(params, common):
                 worst[phase] = (late, time.process_time() - cpu)
             worst['own'] = max(worst['own'], late - waited)
 
-    get_times, put_times = [], []
+    get_times, put_times, windows = [], [], []
+    idle = _IdleTicker()
     # One unwatched get+put first: first-use costs (lazy imports, hash
     # objects, the emulator's page cache) are paid once per process, not
     # per transfer.
@@ -697,11 +808,13 @@ def _worker_stall(params, common):
         # own checks (hashing) come after it stops.
         thread = eventlet.spawn(ticker, worst)
         eventlet.sleep(0.01)
+        watched = time.monotonic()
         (count, size), get_s = _timed(lambda: _consume(store, loc))
         state['phase'] = 'put'
         image_id, put_s = _put(store, params, put_size)
         state['done'] = True
         thread.wait()
+        windows.append((watched, time.monotonic()))
         if count != params['size']:
             raise _Fail('download gave %d bytes, expected %d'
                         % (count, params['size']))
@@ -718,6 +831,7 @@ def _worker_stall(params, common):
     overall = max((w[phase] for w in runs for phase in ('get', 'put')),
                   key=lambda pair: pair[0])
     return {'hub_max_stall_ms': ms(overall[0]),
+            'idle_process_stall_ms': ms(idle.worst_within(windows)),
             'hub_median_run_worst_ms': ms(_median(per_run)),
             'hub_stall_no_cpu_wait_ms': ms(max(w['own'] for w in runs)),
             'hub_worst_cpu_ms': ms(overall[1]),
