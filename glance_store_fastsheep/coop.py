@@ -95,6 +95,9 @@ class _Done(object):
         return None
 
 
+DONE = _Done()
+
+
 def beside(func, *args):
     """Start func(*args) off the hub; ``.wait()`` on the result joins it.
 
@@ -105,7 +108,7 @@ def beside(func, *args):
         import eventlet
         return eventlet.spawn(off_hub, func, *args)
     func(*args)
-    return _Done()
+    return DONE
 
 
 def wait_fd(fd, write=False, timeout=None):

@@ -207,24 +207,23 @@ class Uploader(object):
     def _feed(self, child, pieces, digest=None):
         """Stream pieces (an iterable) into child; return bytes fed.
 
-        With a digest, each piece is hashed beside its own pipe write
-        (on a tpool thread under eventlet) and the hash is joined before
-        the next piece, so the digest sees the pieces in order.
+        With a digest, each piece is hashed (on a tpool thread under
+        eventlet) while the hub writes it and reads the next one; a
+        piece's hash starts only once the previous one is done, so the
+        digest sees the pieces in order. No hash is still running when
+        this returns or raises.
         """
         fed = 0
+        hashing = coop.DONE
         try:
             for piece in pieces:
-                if digest is None:
-                    if not child.feed(piece):
-                        coop.give_way()
-                else:
+                if digest is not None:
+                    # The previous piece was hashed beside its own write
+                    # and this piece's read; this one starts after it.
+                    hashing.wait()
                     hashing = coop.beside(digest.update, piece)
-                    try:
-                        child.feed(piece)
-                    finally:
-                        # Under eventlet this join is a trip through the
-                        # hub, so no give_way is needed after it.
-                        hashing.wait()
+                if not child.feed(piece):
+                    coop.give_way()
                 fed += len(piece)
         except _ChildGone:
             # The child exited before taking everything: its status and
@@ -236,6 +235,8 @@ class Uploader(object):
                 'sheepdog `vdi write` of %s at offset %d stopped reading '
                 'after %d of %d bytes' % (self.name, child.offset,
                                           child.sent, child.length))
+        finally:
+            hashing.wait()
         child.end_input()
         return fed
 
