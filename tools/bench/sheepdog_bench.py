@@ -47,8 +47,10 @@ Rows (MB/s = 10**6 bytes per second, medians of the timed repeats):
   nothing else (the machine's own scheduling delay under that load).
   Pike's row runs once: its stalls are its own.
 * ``fastsheep_put_eventlet`` and ``_threads`` run in alternating rounds
-  (one upload per worker per round, after an untimed small one), so that
-  a slow spell of the machine lands on both sides of their ratio.
+  (one upload per worker per round, after an untimed small one; two
+  rounds more than the put rows' repeats; the order flips every round),
+  so that a slow spell of the machine lands on both sides of their
+  ratio.
 
 Shims applied to the Pike driver, and only to it, so that its rows finish
 with the right bytes on Python 3.11 (its code is not changed):
@@ -185,6 +187,9 @@ class _Section(object):
         # Uploads are the slow rows: fewer repeats with --quick.
         self.put_repeats = min(self.repeats, 2) if quick else self.repeats
         self.stall_repeats = min(self.repeats, 3)
+        # put_eventlet_vs_threads: one upload per round, more rounds than
+        # the other rows have repeats, since uploads vary the most here.
+        self.put_rounds = self.put_repeats + 2
         self.pike_put_size = min(self.size, common.parse_size(
             args.sheepdog_pike_put_size or ('4M' if quick else '64M')))
         # Pike's download is slow too; --quick keeps it short.
@@ -226,17 +231,18 @@ class _Section(object):
         self.results[name] = result
         return result
 
-    def interleaved_rows(self, rows, metrics_of):
+    def interleaved_rows(self, rows, rounds, metrics_of):
         """Rows whose ratio matters, measured in alternating rounds.
 
         Each round runs every row's worker once with one timed transfer,
-        so a slow spell of this shared machine lands on both sides of the
+        in the reverse order of the round before, so that a slow spell of
+        this shared machine, or being first, lands on both sides of the
         ratio instead of on whichever row ran during it. A row's figure
         is the median over its rounds; its RSS growth the largest.
         """
         merged = dict((name, None) for name, _params in rows)
-        for _ in range(rows[0][1]['repeats']):
-            for name, params in rows:
+        for number in range(rounds):
+            for name, params in (rows if number % 2 == 0 else rows[::-1]):
                 params = dict(params, root=self.root, dog=self.dog,
                               address=ADDRESS, port=PORT, repeats=1)
                 argv = [os.path.abspath(__file__), 'worker',
@@ -364,7 +370,8 @@ class _Section(object):
             ('fastsheep_put_eventlet', dict(full_put, driver='fastsheep',
                                             mode='eventlet')),
             ('fastsheep_put_threads', dict(full_put, driver='fastsheep',
-                                           mode='threads'))], transfer)
+                                           mode='threads'))],
+            self.put_rounds, transfer)
         self.knobs(write_latency_ms=50)
         try:
             latency_put = dict(put, size=self.latency_size,
@@ -438,13 +445,14 @@ class _Section(object):
                    key='idle_process_stall_ms')
         self.report.note(
             'sheepdog: %d MiB image (uploads %d MiB), %d timed repeat(s) '
-            'per get row and %d per put row (median); '
+            'per get row and %d per put row (median; %d alternating rounds '
+            'for the eventlet and threads uploads); '
             'Pike downloads %d MiB and uploads %d MiB (it runs at ~8 MB/s; '
             'ratios are MB/s); 50 ms rows upload %d MiB in 4 MiB chunks; '
             'get_rss_growth_mib is the larger of chunk_size 64 (default) '
             'and %d MiB; emulator root %s' % (
                 size // MIB, self.put_size // MIB, repeats,
-                self.put_repeats, self.pike_get_size // MIB,
+                self.put_repeats, self.put_rounds, self.pike_get_size // MIB,
                 self.pike_put_size // MIB, self.latency_size // MIB,
                 self.other_chunk, os.path.dirname(self.root)))
         if self.fast_missing:
