@@ -86,17 +86,17 @@ def _attempt(call, view):
 class PipeReader(object):
     """Reads a child's stdout in read_size pieces into one buffer.
 
-    Under eventlet the fd is non-blocking and an empty pipe parks this
-    greenthread in ``trampoline`` until the child writes again. Under
-    native threads the reads are plain blocking reads, each preceded by a
-    ``poll`` that only exists to enforce the idle timeout.
+    The fd is non-blocking in both modes and a read is tried first: only
+    an empty pipe waits, in ``trampoline`` under eventlet (the child
+    writes again or the idle timeout fires) or in ``poll`` under native
+    threads. A transfer that keeps up with the child therefore costs one
+    system call per piece, not a ``poll`` before every read.
     """
 
     def __init__(self, fd, read_size, idle_timeout):
         self.fd = fd
         self.idle_timeout = idle_timeout
-        self.green = coop.is_green()
-        set_blocking(fd, not self.green)
+        set_blocking(fd, False)
         self._file = io.FileIO(fd, 'rb', closefd=True)
         # read_size 0: the caller brings its own buffers (read-ahead
         # workers read into pooled ones).
@@ -114,8 +114,6 @@ class PipeReader(object):
         got = 0
         waited = False
         while got < want:
-            if not self.green:
-                coop.wait_fd(self.fd, timeout=self.idle_timeout)
             count = _attempt(self._file.readinto, view[got:want])
             if count is None:
                 coop.wait_fd(self.fd, timeout=self.idle_timeout)

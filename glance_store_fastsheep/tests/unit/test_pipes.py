@@ -84,12 +84,24 @@ class ReaderTest(base.BaseTestCase):
         self.addCleanup(reader.close)
         self.assertRaises(coop.Timeout, reader.fill, 8)
 
-    def test_native_reads_are_blocking(self):
-        read_fd, _write_fd = self._pipe()
+    def test_waits_only_for_an_empty_pipe(self):
+        # A reader that keeps up with the child makes one read per piece;
+        # a poll (or trampoline) comes only after a read found nothing.
+        read_fd, write_fd = self._pipe()
         reader = pipes.PipeReader(read_fd, 8, idle_timeout=1)
         self.addCleanup(reader.close)
         flags = fcntl.fcntl(read_fd, fcntl.F_GETFL)
-        self.assertFalse(flags & os.O_NONBLOCK)
+        self.assertTrue(flags & os.O_NONBLOCK)
+        os.write(write_fd, b'12345678')
+        with mock.patch.object(coop, 'wait_fd',
+                               side_effect=coop.wait_fd) as wait_fd:
+            self.assertEqual((8, False), reader.fill(8))
+            self.assertEqual(0, wait_fd.call_count)
+            timer = threading.Timer(0.05, os.write, (write_fd, b'abcdefgh'))
+            timer.start()
+            self.addCleanup(timer.join)
+            self.assertEqual((8, True), reader.fill(8))
+            self.assertEqual(1, wait_fd.call_count)
 
 
 class WriterTest(base.BaseTestCase):
