@@ -106,7 +106,11 @@ def beside(func, *args):
     """
     if is_green():
         import eventlet
-        return eventlet.spawn(off_hub, func, *args)
+        job = eventlet.spawn(off_hub, func, *args)
+        # Hand func to the tpool thread now, not when the caller next
+        # yields: the caller's own work is what func should overlap.
+        eventlet.sleep(0)
+        return job
     func(*args)
     return DONE
 
