@@ -210,8 +210,11 @@ class _Section(object):
         self.results = {}
         self.fast_missing = None
 
-    def row(self, name, params, metrics_of):
-        """Run one worker; record its row (or why it failed)."""
+    def _run(self, name, params):
+        """(result, peak RSS, wall s) of one worker, or None if it failed.
+
+        A failure is recorded as the row's status.
+        """
         params = dict(params, root=self.root, dog=self.dog,
                       address=ADDRESS, port=PORT)
         argv = [os.path.abspath(__file__), 'worker', json.dumps(params)]
@@ -220,19 +223,28 @@ class _Section(object):
                                 'installed (%s)' % self.fast_missing)
             return None
         try:
-            result, peak, wall = self.common.run_worker(
-                argv, env=self.env, timeout=900)
+            return self.common.run_worker(argv, env=self.env, timeout=900)
         except RuntimeError as exc:
             sys.stderr.write('bench: sheepdog row %s failed:\n%s\n'
                              % (name, exc))
             self.report.add_row(SECTION, name,
                                 status='FAILED: %s' % _short_error(exc))
             return None
-        sys.stderr.write('bench: sheepdog row %s: %.1fs\n' % (name, wall))
+
+    def _record(self, name, result, peak, metrics_of):
         metrics = metrics_of(result)
         metrics['peak_rss_mib'] = peak
         self.report.add_row(SECTION, name, **metrics)
         self.results[name] = result
+
+    def row(self, name, params, metrics_of):
+        """Run one worker; record its row (or why it failed)."""
+        run = self._run(name, params)
+        if run is None:
+            return None
+        result, peak, wall = run
+        sys.stderr.write('bench: sheepdog row %s: %.1fs\n' % (name, wall))
+        self._record(name, result, peak, metrics_of)
         return result
 
     def interleaved_rows(self, rows, rounds, metrics_of):
@@ -247,29 +259,17 @@ class _Section(object):
         merged = dict((name, None) for name, _params in rows)
         for number in range(rounds):
             for name, params in (rows if number % 2 == 0 else rows[::-1]):
-                params = dict(params, root=self.root, dog=self.dog,
-                              address=ADDRESS, port=PORT, repeats=1)
-                argv = [os.path.abspath(__file__), 'worker',
-                        json.dumps(params)]
-                try:
-                    result, peak, _wall = self.common.run_worker(
-                        argv, env=self.env, timeout=900)
-                except RuntimeError as exc:
-                    sys.stderr.write('bench: sheepdog row %s failed:\n%s\n'
-                                     % (name, exc))
-                    self.report.add_row(SECTION, name, status='FAILED: %s'
-                                        % _short_error(exc))
+                run = self._run(name, dict(params, repeats=1))
+                if run is None:
                     return
+                result, peak, _wall = run
                 result['peak_rss_mib'] = peak
                 merged[name] = _merge_rounds(merged[name], result)
         for name, _params in rows:
             result = merged[name]
             sys.stderr.write('bench: sheepdog row %s: %s s\n'
                              % (name, result['times_s']))
-            metrics = metrics_of(result)
-            metrics['peak_rss_mib'] = result['peak_rss_mib']
-            self.report.add_row(SECTION, name, **metrics)
-            self.results[name] = result
+            self._record(name, result, result['peak_rss_mib'], metrics_of)
 
     def ratio(self, name, numerator, denominator, op=None, bound=None,
               key='mb_s'):
