@@ -873,25 +873,45 @@ def recv_range(dst, pos, count):
     return got
 
 
+class _Transfer(object):
+    """What `vdi read` and `vdi write` share: the VDI, range and faults."""
+
+    def __init__(self, ctx, reading):
+        self.name = vdi_name(ctx.args[0])
+        self.offset, total = _range_args(ctx)
+        self.fd = _open_vdi(ctx, self.name,
+                            os.O_RDONLY if reading else os.O_WRONLY)
+        self.size = os.fstat(self.fd).st_size
+        if self.offset > self.size:
+            return
+        left = self.size - self.offset
+        self.total = left if total is None else min(total, left)
+        if failing_op(ctx, self.name):
+            self.limit, self.fail = 0, True
+        else:
+            self.limit, self.fail = transfer_limit(
+                ctx, self.name, self.offset, self.total, reading)
+        self.shift = ctx.cluster.meta(self.name)['block_size_shift']
+        self.service = ctx.knobs.get('object_service_ms') or 0
+
+    def beyond_end(self):
+        return self.offset > self.size
+
+    def object_end(self, pos, end):
+        """Where the object holding pos ends, or end if that is sooner."""
+        return min(end, ((pos >> self.shift) + 1) << self.shift)
+
+
 def vdi_read(ctx):
-    name = vdi_name(ctx.args[0])
-    offset, total = _range_args(ctx)
-    fd = _open_vdi(ctx, name, os.O_RDONLY)
-    size = os.fstat(fd).st_size
-    if offset > size:
+    t = _Transfer(ctx, reading=True)
+    if t.beyond_end():
         err('Read offset is beyond the end of the VDI')
         return EXIT_FAILURE
-    total = size - offset if total is None else min(total, size - offset)
-    if failing_op(ctx, name):
-        limit, fail = 0, True
-    else:
-        limit, fail = transfer_limit(ctx, name, offset, total, True)
-    shift = ctx.cluster.meta(name)['block_size_shift']
-    service = ctx.knobs.get('object_service_ms') or 0
-    pos, end = offset, offset + limit
+    name, fd, fail, service = t.name, t.fd, t.fail, t.service
+    pos, end = t.offset, t.offset + t.limit
     while pos < end:
         if service:
-            piece = min(end, ((pos >> shift) + 1) << shift) - pos
+            piece = t.object_end(pos, end) - pos
             _sleep_ms(service)
         else:
             piece = end - pos
@@ -908,34 +928,23 @@ def vdi_read(ctx):
 
 
 def vdi_write(ctx):
-    name = vdi_name(ctx.args[0])
-    offset, total = _range_args(ctx)
-    fd = _open_vdi(ctx, name, os.O_WRONLY)
-    size = os.fstat(fd).st_size
-    if offset > size:
+    t = _Transfer(ctx, reading=False)
+    if t.beyond_end():
         err('Write offset is beyond the end of the VDI')
         return EXIT_FAILURE
-    total = size - offset if total is None else min(total, size - offset)
-    if failing_op(ctx, name):
-        limit, fail = 0, True
-    else:
-        limit, fail = transfer_limit(ctx, name, offset, total, False)
-    shift = ctx.cluster.meta(name)['block_size_shift']
-    service = ctx.knobs.get('object_service_ms') or 0
-    pos, end = offset, offset + total
+    name, fd, fail, service = t.name, t.fd, t.fail, t.service
+    offset, limit = t.offset, t.limit
+    pos, end = offset, offset + t.total
     # Like dog: one object piece at a time; a short stdin zero-fills the
     # rest of the current piece (a whole object if it ran out exactly on
     # a boundary) and ends the write.
     while pos < end:
-        piece_end = min(end, ((pos >> shift) + 1) << shift)
+        piece_end = t.object_end(pos, end)
         if fail and piece_end > offset + limit:
             # The failing object is not stored: consume its piece first,
             # as dog reads stdin before it sends the object.
             _drain(piece_end - pos)
-            err('Failed to write object %x: %s'
-                % (_data_oid(ctx, name, pos), _IO_ERROR))
-            err('Failed to write VDI')
-            return EXIT_FAILURE
+            return _write_failed(ctx, name, pos)
         _sleep_ms(service)
         got = recv_range(fd, pos, piece_end - pos)
         if got < piece_end - pos:
@@ -944,11 +953,16 @@ def vdi_write(ctx):
             break
         pos = piece_end
     if fail:
-        err('Failed to write object %x: %s'
-            % (_data_oid(ctx, name, pos), _IO_ERROR))
-        err('Failed to write VDI')
-        return EXIT_FAILURE
+        return _write_failed(ctx, name, pos)
     return EXIT_SUCCESS
+
+
+def _write_failed(ctx, name, pos):
+    """dog's messages for a write that failed at the object holding pos."""
+    err('Failed to write object %x: %s' % (_data_oid(ctx, name, pos),
+                                           _IO_ERROR))
+    err('Failed to write VDI')
+    return EXIT_FAILURE
 
 
 def _drain(count):
