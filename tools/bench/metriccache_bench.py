@@ -160,6 +160,23 @@ def _same_answer(pike, plugin, name):
         raise RuntimeError('answers differ for %r' % name)
 
 
+def _check_same(funcs, names):
+    """Both (pike, plugin) lookups give the same answer for every name."""
+    pike, plugin = funcs
+    for name in names:
+        _same_answer(pike(name), plugin(name), name)
+
+
+def _hit_and_miss_us(funcs, hits, misses, opts):
+    """Best per-call us of (pike, plugin) over hits, then over misses."""
+    min_time, repeats = _timing(opts)
+    pike_hit, plugin_hit = _best_per_call_us(funcs, hits, min_time, repeats)
+    pike_miss, plugin_miss = _best_per_call_us(funcs, misses, min_time,
+                                               repeats)
+    return {'pike_hit_us': pike_hit, 'plugin_hit_us': plugin_hit,
+            'pike_miss_us': pike_miss, 'plugin_miss_us': plugin_miss}
+
+
 def _timing(opts):
     """(seconds per timed repeat, repeats): --quick keeps it short."""
     return (0.05, 3) if opts.quick else (0.4, 5)
@@ -209,19 +226,12 @@ def worker_lookup(opts):
     hits = _listed_metrics(pike)
     misses = ['unknown.metric.%d' % i
               for i in range(50 if opts.quick else 200)]
-    for name in hits + misses:
-        _same_answer(pike._get_resource_definition_from_metric(name),
-                     plugin._get_resource_definition_from_metric(name), name)
-    min_time, repeats = _timing(opts)
     funcs = (pike._get_resource_definition_from_metric,
              plugin._get_resource_definition_from_metric)
-    pike_hit, plugin_hit = _best_per_call_us(funcs, hits, min_time, repeats)
-    pike_miss, plugin_miss = _best_per_call_us(funcs, misses, min_time,
-                                               repeats)
-    common.emit({'pike_hit_us': pike_hit, 'plugin_hit_us': plugin_hit,
-                 'pike_miss_us': pike_miss, 'plugin_miss_us': plugin_miss,
-                 'names': len(hits),
-                 'fallback': bool(fallback)})
+    _check_same(funcs, hits + misses)
+    result = _hit_and_miss_us(funcs, hits, misses, opts)
+    result.update(names=len(hits), fallback=bool(fallback))
+    common.emit(result)
 
 
 def worker_patterns(opts):
@@ -236,18 +246,15 @@ def worker_patterns(opts):
     pike, plugin = _hosts(path)
     matched = ['custom.%03d.rate' % i for i in range(0, 300, 3)]
     misses = ['unknown.metric.%d' % i for i in range(200)]
-    min_time, repeats = _timing(opts)
     funcs = (pike._get_resource_definition_from_metric,
              plugin._get_resource_definition_from_metric)
     for name in matched + misses:   # first resolution fills the memo
         plugin._get_resource_definition_from_metric(name)
-    pike_match, plugin_match = _best_per_call_us(funcs, matched, min_time,
-                                                 repeats)
-    pike_miss, plugin_miss = _best_per_call_us(funcs, misses, min_time,
-                                               repeats)
-    common.emit({'pike_pattern_hit_us': pike_match,
-                 'plugin_pattern_hit_us': plugin_match,
-                 'pike_miss_us': pike_miss, 'plugin_miss_us': plugin_miss})
+    result = _hit_and_miss_us(funcs, matched, misses, opts)
+    common.emit({'pike_pattern_hit_us': result.pop('pike_hit_us'),
+                 'plugin_pattern_hit_us': result.pop('plugin_hit_us'),
+                 'pike_miss_us': result['pike_miss_us'],
+                 'plugin_miss_us': result['plugin_miss_us']})
 
 
 def worker_events(opts):
@@ -261,18 +268,12 @@ def worker_events(opts):
     misses = ['compute.instance.update', 'port.update.end',
               'volume.attach.end', 'image.send', 'identity.authenticate'] + [
         'unknown.event.%d' % i for i in range(95)]
-    for name in hits + misses:
-        _same_answer(pike._get_resource_definition_from_event(name),
-                     plugin._get_resource_definition_from_event(name), name)
-    min_time, repeats = _timing(opts)
     funcs = (pike._get_resource_definition_from_event,
              plugin._get_resource_definition_from_event)
-    pike_hit, plugin_hit = _best_per_call_us(funcs, hits, min_time, repeats)
-    pike_miss, plugin_miss = _best_per_call_us(funcs, misses, min_time,
-                                               repeats)
-    common.emit({'pike_hit_us': pike_hit, 'plugin_hit_us': plugin_hit,
-                 'pike_miss_us': pike_miss, 'plugin_miss_us': plugin_miss,
-                 'event_types': len(hits)})
+    _check_same(funcs, hits + misses)
+    result = _hit_and_miss_us(funcs, hits, misses, opts)
+    result.update(event_types=len(hits))
+    common.emit(result)
 
 
 def _batch(pike, samples, resources):
