@@ -38,6 +38,15 @@ class ReadAheadTest(base.FunctionalTestCase):
         self.data = os.urandom(5 * WINDOW + OBJECT + 12345)
         self.sheep.create_vdi('img', self.data)
 
+    def wrapped_dog(self, name, prelude):
+        """A `dog` that runs prelude (os, random, sys, time imported)."""
+        return unit_base.write_script(
+            os.path.join(self.sheep.root, name),
+            '#!%s\nimport os, random, sys, time\n%s'
+            'os.execv(%r, [%r] + sys.argv[1:])\n'
+            % (sys.executable, prelude, self.sheep.dog_path,
+               self.sheep.dog_path))
+
     def reads(self):
         return [(int(c[-2]), int(c[-1])) for c in self.sheep.calls('read')]
 
@@ -80,12 +89,8 @@ class ReadAheadTest(base.FunctionalTestCase):
     def test_order_under_random_window_delays(self):
         # Each CLI call sleeps a random 0-60 ms before it starts, so the
         # windows finish out of order.
-        jitter = unit_base.write_script(
-            os.path.join(self.sheep.root, 'jittery-dog'),
-            '#!%s\nimport os, random, sys, time\n'
-            'time.sleep(random.uniform(0, 0.06))\n'
-            'os.execv(%r, [%r] + sys.argv[1:])\n'
-            % (sys.executable, self.sheep.dog_path, self.sheep.dog_path))
+        jitter = self.wrapped_dog('jittery-dog',
+                                  'time.sleep(random.uniform(0, 0.06))\n')
         sd = self.make_store(self.make_conf(
             sheepdog_store_command=jitter,
             sheepdog_store_read_concurrency=4))
@@ -119,13 +124,9 @@ class ReadAheadTest(base.FunctionalTestCase):
     def test_early_close_kills_every_child(self):
         # Every window but the first takes 30 s to start: they are all
         # still running when the consumer goes away.
-        slow = unit_base.write_script(
-            os.path.join(self.sheep.root, 'slow-dog'),
-            '#!%s\nimport os, sys, time\n'
-            'if "read" in sys.argv and sys.argv[-2] != "0":\n'
-            '    time.sleep(30)\n'
-            'os.execv(%r, [%r] + sys.argv[1:])\n'
-            % (sys.executable, self.sheep.dog_path, self.sheep.dog_path))
+        slow = self.wrapped_dog(
+            'slow-dog', 'if "read" in sys.argv and sys.argv[-2] != "0":\n'
+                        '    time.sleep(30)\n')
         sd = self.make_store(self.make_conf(sheepdog_store_command=slow))
         stream, _length = sd.get(self.location('img'))
         # Should an assertion fail first, the children must not outlive

@@ -106,6 +106,15 @@ class ReaderTest(base.BaseTestCase):
 
 class WriterTest(base.BaseTestCase):
 
+    def _writer(self, green):
+        """(read fd, PipeWriter) of a new pipe, made in the given mode."""
+        read_fd, write_fd = os.pipe()
+        self.addCleanup(os.close, read_fd)
+        with mock.patch.object(coop, 'is_green', return_value=green):
+            writer = pipes.PipeWriter(write_fd, idle_timeout=5)
+        self.addCleanup(writer.close)
+        return read_fd, writer
+
     def test_large_write_through_small_pipe(self):
         read_fd, write_fd = os.pipe()
         writer = pipes.PipeWriter(write_fd, idle_timeout=5)
@@ -130,11 +139,7 @@ class WriterTest(base.BaseTestCase):
         # A child that drains the pipe as fast as it fills never makes
         # write() see EAGAIN: under eventlet each partial write must let
         # the hub run, or one piece holds every other request.
-        read_fd, write_fd = os.pipe()
-        self.addCleanup(os.close, read_fd)
-        with mock.patch.object(coop, 'is_green', return_value=True):
-            writer = pipes.PipeWriter(write_fd, idle_timeout=5)
-        self.addCleanup(writer.close)
+        read_fd, writer = self._writer(green=True)
         written = []
 
         class Trickle(object):
@@ -160,11 +165,7 @@ class WriterTest(base.BaseTestCase):
         self.assertTrue(waited)
 
     def test_native_partial_writes_do_not_yield(self):
-        read_fd, write_fd = os.pipe()
-        self.addCleanup(os.close, read_fd)
-        with mock.patch.object(coop, 'is_green', return_value=False):
-            writer = pipes.PipeWriter(write_fd, idle_timeout=5)
-        self.addCleanup(writer.close)
+        read_fd, writer = self._writer(green=False)
         with mock.patch.object(coop, 'give_way') as give_way:
             writer.write(b'x' * 3000)
         self.assertEqual(b'x' * 3000, os.read(read_fd, 4096))
