@@ -57,6 +57,8 @@ def add_arguments(parser):
 
 class _Section(sheepdog_bench._Section):
 
+    name = SECTION
+
     def run(self):
         args = self.args
         n, window = args.readahead_n, args.readahead_window_mib
@@ -101,20 +103,4 @@ class _Section(sheepdog_bench._Section):
 
 
 def run(args, report):
-    section = _Section(args, report)
-    # Rows are reported under this section's name.
-    section_row = section.row
-
-    def row(name, params, metrics_of):
-        result = section_row(name, params, metrics_of)
-        if name in report.rows:
-            report.rows[name]['section'] = SECTION
-        return result
-
-    section.row = row
-    try:
-        section.setup()
-        section.run()
-    finally:
-        if getattr(section, '_cleanup', None):
-            section.cleanup()
+    sheepdog_bench.run(args, report, _Section)

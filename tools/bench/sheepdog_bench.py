@@ -176,6 +176,9 @@ def _short_error(exc):
 
 class _Section(object):
 
+    # The section its rows are reported under (subclasses set their own).
+    name = SECTION
+
     def __init__(self, args, report):
         import common
         self.common = common
@@ -219,7 +222,7 @@ class _Section(object):
                       address=ADDRESS, port=PORT)
         argv = [os.path.abspath(__file__), 'worker', json.dumps(params)]
         if params.get('driver') == 'fastsheep' and self.fast_missing:
-            self.report.add_row(SECTION, name, status='FAILED: driver not '
+            self.report.add_row(self.name, name, status='FAILED: driver not '
                                 'installed (%s)' % self.fast_missing)
             return None
         try:
@@ -227,14 +230,14 @@ class _Section(object):
         except RuntimeError as exc:
             sys.stderr.write('bench: sheepdog row %s failed:\n%s\n'
                              % (name, exc))
-            self.report.add_row(SECTION, name,
+            self.report.add_row(self.name, name,
                                 status='FAILED: %s' % _short_error(exc))
             return None
 
     def _record(self, name, result, peak, metrics_of):
         metrics = metrics_of(result)
         metrics['peak_rss_mib'] = peak
-        self.report.add_row(SECTION, name, **metrics)
+        self.report.add_row(self.name, name, **metrics)
         self.results[name] = result
 
     def row(self, name, params, metrics_of):
@@ -464,8 +467,8 @@ class _Section(object):
                              'installed (%s)' % self.fast_missing)
 
 
-def run(args, report):
-    section = _Section(args, report)
+def run(args, report, section_class=None):
+    section = (section_class or _Section)(args, report)
     try:
         section.setup()
         section.run()
