@@ -147,12 +147,26 @@ class Digest(object):
     def __init__(self, hashers, verifier):
         self.hashers = hashers
         self.verifier = verifier
+        self._pending = coop.DONE
 
     def update(self, piece):
         for hasher in self.hashers:
             hasher.update(piece)
         if self.verifier is not None:
             self.verifier.update(piece)
+
+    def update_beside(self, piece):
+        """Start hashing piece (off the hub) once the previous one is done.
+
+        The caller goes on with its own work (writing this piece, reading
+        the next) meanwhile; pieces are hashed in the order given.
+        """
+        self._pending.wait()
+        self._pending = coop.beside(self.update, piece)
+
+    def settle(self):
+        """Return once every piece given so far has been hashed."""
+        self._pending.wait()
 
 
 class Uploader(object):
@@ -214,14 +228,10 @@ class Uploader(object):
         this returns or raises.
         """
         fed = 0
-        hashing = coop.DONE
         try:
             for piece in pieces:
                 if digest is not None:
-                    # The previous piece was hashed beside its own write
-                    # and this piece's read; this one starts after it.
-                    hashing.wait()
-                    hashing = coop.beside(digest.update, piece)
+                    digest.update_beside(piece)
                 if not child.feed(piece):
                     coop.give_way()
                 fed += len(piece)
@@ -236,7 +246,8 @@ class Uploader(object):
                 'after %d of %d bytes' % (self.name, child.offset,
                                           child.sent, child.length))
         finally:
-            hashing.wait()
+            if digest is not None:
+                digest.settle()
         child.end_input()
         return fed
 
@@ -308,13 +319,16 @@ class Uploader(object):
         while True:
             pieces = []
             length = 0
-            while length < chunk:
-                piece = source.read(min(read_size, chunk - length))
-                if not piece:
-                    break
-                coop.off_hub(digest.update, piece)
-                pieces.append(piece)
-                length += len(piece)
+            try:
+                while length < chunk:
+                    piece = source.read(min(read_size, chunk - length))
+                    if not piece:
+                        break
+                    digest.update_beside(piece)
+                    pieces.append(piece)
+                    length += len(piece)
+            finally:
+                digest.settle()
             if not self.created:
                 self._create(length)
             elif length:
