@@ -29,8 +29,8 @@ Why it is built this way:
   ``python3 -S -E`` and imports json, fcntl or select only on the paths
   that need them; reads and writes import nothing at all.
 * It must not be the bottleneck of the benchmark: reads go to stdout with
-  ``os.sendfile`` and writes come from stdin with ``os.splice`` (zero
-  copy through the page cache), with plain read/write fallbacks.
+  ``os.sendfile`` (with a plain read/write fallback). Writes read stdin
+  into a buffer, as dog does, and never splice it (see recv_range).
 * Several ``vdi write`` processes may write disjoint ranges of one VDI at
   once: data goes to one sparse file per VDI with positioned writes, and
   only create/delete/resize/list take the cluster's lock.
@@ -842,33 +842,29 @@ def send_range(src, pos, count):
 
 
 def recv_range(dst, pos, count):
-    """Copy up to count bytes of stdin into dst at pos; stops at EOF."""
+    """Copy up to count bytes of stdin into dst at pos; stops at EOF.
+
+    Plain reads, as dog reads stdin into a buffer before it sends an
+    object, and not ``splice``: splicing a pipe into a file holds the
+    pipe's lock while the page cache fills, so the writer on the other
+    end (the glance hub) would wait on that lock whenever this process
+    is descheduled, a stall that no real ``dog`` causes.
+    """
+    buf = bytearray(min(count, _COPY_BUF))
+    view = memoryview(buf)
     got = 0
-    st_mode = os.fstat(0).st_mode
-    use_splice = hasattr(os, 'splice') and (st_mode & 0o170000) == 0o010000
     while got < count:
-        want = min(count - got, _CHUNK)
         try:
-            if use_splice:
-                done = os.splice(0, dst, want, offset_dst=pos + got)
-            else:
-                data = os.read(0, min(want, _COPY_BUF))
-                done = len(data)
-                view = memoryview(data)
-                written = 0
-                while written < done:
-                    written += os.pwrite(dst, view[written:],
-                                         pos + got + written)
+            done = os.readv(0, [view[:min(count - got, len(buf))]])
         except BlockingIOError:
             _wait(0, False)
             continue
-        except OSError as exc:
-            if use_splice and exc.errno in (22, 38, 95):
-                use_splice = False
-                continue
-            raise
-        if done == 0:
+        if not done:
             break
+        written = 0
+        while written < done:
+            written += os.pwrite(dst, view[written:done],
+                                 pos + got + written)
         got += done
     return got
 
