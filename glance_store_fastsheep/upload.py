@@ -147,7 +147,7 @@ class Digest(object):
     def __init__(self, hashers, verifier):
         self.hashers = hashers
         self.verifier = verifier
-        self._pending = coop.DONE
+        self._jobs = coop.InOrder()
 
     def update(self, piece):
         for hasher in self.hashers:
@@ -161,12 +161,11 @@ class Digest(object):
         The caller goes on with its own work (writing this piece, reading
         the next) meanwhile; pieces are hashed in the order given.
         """
-        self._pending.wait()
-        self._pending = coop.beside(self.update, piece)
+        self._jobs.start(self.update, piece)
 
     def settle(self):
         """Return once every piece given so far has been hashed."""
-        self._pending.wait()
+        self._jobs.settle()
 
 
 class Uploader(object):

@@ -1,0 +1,93 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""coop.InOrder under the mode of the pass (threads, or eventlet)."""
+
+import gc
+
+from oslotest import base as test_base
+
+from glance_store_fastsheep import coop
+from glance_store_fastsheep.tests.functional import base
+
+
+class Boom(Exception):
+    pass
+
+
+def _live_greenthreads():
+    if not coop.is_green():
+        return 0
+    from eventlet import greenthread
+    return sum(1 for obj in gc.get_objects()
+               if isinstance(obj, greenthread.GreenThread) and not obj.dead)
+
+
+class InOrderTest(test_base.BaseTestCase):
+
+    def setUp(self):
+        super(InOrderTest, self).setUp()
+        self.assertEqual(base.expected_mode() == 'eventlet', coop.is_green())
+        self.before = _live_greenthreads()
+
+    def test_jobs_run_in_order_and_off_the_hub_when_green(self):
+        seen = []
+        jobs = coop.InOrder()
+        for number in range(50):
+            jobs.start(lambda n: seen.append((n, base.os_thread_id())),
+                       number)
+        jobs.settle()
+        self.assertEqual(list(range(50)), [n for n, _thread in seen])
+        threads = set(thread for _n, thread in seen)
+        if coop.is_green():
+            self.assertNotIn(base.os_thread_id(), threads)
+        else:
+            self.assertEqual({base.os_thread_id()}, threads)
+        self.assertEqual(self.before, _live_greenthreads())
+
+    def test_an_error_reaches_the_caller_once_and_ends_the_run(self):
+        ran = []
+
+        def job(number):
+            ran.append(number)
+            if number == 1:
+                raise Boom('job 1')
+
+        jobs = coop.InOrder()
+        jobs.start(job, 0)
+        if coop.is_green():
+            # Job 1 fails beside the caller: the next start raises it
+            # and does not run job 2.
+            jobs.start(job, 1)
+            self.assertRaises(Boom, jobs.start, job, 2)
+        else:
+            self.assertRaises(Boom, jobs.start, job, 1)
+        self.assertEqual([0, 1], ran)
+        jobs.settle()  # the error was already reported
+        self.assertEqual(self.before, _live_greenthreads())
+        # The object is usable again after settle.
+        jobs.start(job, 3)
+        jobs.settle()
+        self.assertEqual([0, 1, 3], ran)
+
+    def test_settle_raises_the_last_jobs_error(self):
+        def fail():
+            raise Boom('last')
+
+        jobs = coop.InOrder()
+        if coop.is_green():
+            jobs.start(fail)
+            self.assertRaises(Boom, jobs.settle)
+        else:
+            # Inline: the error comes out of start itself.
+            self.assertRaises(Boom, jobs.start, fail)
+        jobs.settle()
+        self.assertEqual(self.before, _live_greenthreads())
