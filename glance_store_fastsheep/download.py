@@ -22,9 +22,9 @@ or stops early is an error, never a shorter image.
 from glance_store import exceptions
 from oslo_log import log as logging
 
-from glance_store_fastsheep import cli
-from glance_store_fastsheep import coop
-from glance_store_fastsheep import pipes
+from glance_store_fastsheep import dog_command
+from glance_store_fastsheep import hub_safe
+from glance_store_fastsheep import pipe_io
 
 LOG = logging.getLogger(__name__)
 
@@ -39,10 +39,10 @@ class ReadProcess(object):
         self.length = length
         self.received = 0
         self.idle_timeout = settings.transfer_timeout
-        argv = settings.cli.argv('read', address, port, name, offset, length)
-        self.proc, read_fd, self._stderr = cli.spawn_transfer(
+        argv = settings.dog.argv('read', address, port, name, offset, length)
+        self.proc, read_fd, self._stderr = dog_command.spawn_transfer(
             argv, settings.pipe_size, child_reads=False)
-        self.reader = pipes.PipeReader(
+        self.reader = pipe_io.PipeReader(
             read_fd, settings.read_size if buffered else 0,
             self.idle_timeout)
         LOG.debug('Started `%s` (pid %s)', ' '.join(argv), self.proc.pid)
@@ -56,7 +56,7 @@ class ReadProcess(object):
             view = self.reader.view
         try:
             count, waited = self.reader.fill(min(size, len(view)), view)
-        except coop.Timeout:
+        except hub_safe.Timeout:
             raise exceptions.BackendException(
                 'sheepdog `vdi read` of %s sent nothing for %ss after %d '
                 'bytes; killed' % (self.name, self.idle_timeout,
@@ -73,15 +73,15 @@ class ReadProcess(object):
                     'sheepdog `vdi read` of %s sent more than the %d bytes '
                     'asked for' % (self.name, self.length))
         try:
-            status = coop.wait_process(self.proc, self.idle_timeout)
-        except coop.Timeout:
+            status = hub_safe.wait_process(self.proc, self.idle_timeout)
+        except hub_safe.Timeout:
             raise exceptions.BackendException(
                 'sheepdog `vdi read` of %s did not exit %ss after its '
                 'output ended' % (self.name, self.idle_timeout))
         if status != 0:
             self._stderr.seek(0)
-            raise cli.error_for('read', self.name, status,
-                                self._stderr.read())
+            raise dog_command.error_for('read', self.name, status,
+                                        self._stderr.read())
         if self.received != self.length:
             raise exceptions.BackendException(
                 'sheepdog `vdi read` of %s ended after %d of %d bytes '
@@ -90,7 +90,7 @@ class ReadProcess(object):
 
     def close(self, kill=True):
         """Release the pipe and stderr file; kill and reap if still alive."""
-        if kill and coop.kill_and_reap(self.proc) is None:
+        if kill and hub_safe.kill_and_reap(self.proc) is None:
             LOG.warning('`dog vdi read` pid %s of %s survived SIGKILL; left '
                         'to be reaped later', self.proc.pid, self.name)
         self.reader.close()
@@ -142,7 +142,7 @@ def _stream(settings, address, port, name, offset, length):
                 break
             piece = child.reader.view[:count].tobytes()
             if not waited:
-                coop.give_way()
+                hub_safe.give_way()
             yield piece
         child.finish()
         finished = True

@@ -32,8 +32,8 @@ import threading
 from oslo_log import log as logging
 import six
 
-from glance_store_fastsheep import coop
 from glance_store_fastsheep import download
+from glance_store_fastsheep import hub_safe
 
 LOG = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class WindowFetch(object):
                 if not waited:
                     # Under eventlet: let the consumer and the other
                     # windows run between two pieces.
-                    coop.give_way()
+                    hub_safe.give_way()
             self.child.finish()
             verified = True
         except Exception as exc:
@@ -153,7 +153,7 @@ class WindowFetch(object):
 
     def cancel(self):
         """Kill the child; the worker then reaps it and closes its fds."""
-        if coop.kill_and_reap(self.child.proc) is None:
+        if hub_safe.kill_and_reap(self.child.proc) is None:
             LOG.warning('`dog vdi read` pid %s survived SIGKILL',
                         self.child.proc.pid)
         try:
@@ -204,7 +204,7 @@ def _stream_windows(settings, address, port, name, offset, length):
                 for fetch in fetches:
                     if fetch.failed():
                         fetch.take()
-                coop.give_way()
+                hub_safe.give_way()
             fetches.popleft()
         LOG.debug('Read %d bytes of %s at offset %d in %d windows',
                   yielded, name, offset, total)

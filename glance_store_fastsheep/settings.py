@@ -20,7 +20,7 @@ import os
 
 from oslo_log import log as logging
 
-from glance_store_fastsheep import cli
+from glance_store_fastsheep import dog_command
 from glance_store_fastsheep import opts
 
 LOG = logging.getLogger(__name__)
@@ -51,8 +51,9 @@ class Settings(object):
 
     def __init__(self, group, require_command=True):
         try:
-            self.address = cli.validate_address(group.sheepdog_store_address)
-            self.port = cli.validate_port(group.sheepdog_store_port)
+            self.address = dog_command.validate_address(
+                group.sheepdog_store_address)
+            self.port = dog_command.validate_port(group.sheepdog_store_port)
         except ValueError as exc:
             raise ConfigError(str(exc))
         self.chunk_size = _objects_in_bytes(group,
@@ -80,7 +81,7 @@ class Settings(object):
         if self.command_timeout <= 0 or self.transfer_timeout <= 0:
             raise ConfigError('sheepdog store timeouts must be positive')
         configured = group.sheepdog_store_command
-        command = cli.find_command(configured)
+        command = dog_command.find_command(configured)
         if command is None:
             if require_command:
                 if os.path.isabs(configured):
@@ -95,4 +96,4 @@ class Settings(object):
                                   % (configured, where))
             command = configured
         self.command = command
-        self.cli = cli.Cli(command, self.command_timeout)
+        self.dog = dog_command.DogCommand(command, self.command_timeout)

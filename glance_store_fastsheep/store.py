@@ -33,7 +33,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_utils import excutils
 
-from glance_store_fastsheep import cli
+from glance_store_fastsheep import dog_command
 from glance_store_fastsheep import download
 from glance_store_fastsheep import opts
 from glance_store_fastsheep import readahead
@@ -86,14 +86,16 @@ class StoreLocation(location.StoreLocation):
         pieces = rest.rsplit(':', 2)
         try:
             if len(pieces) == 3:
-                self.addr = cli.validate_address(pieces[0])
-                self.port = cli.validate_port(pieces[1])
-                self.image = cli.validate_name(pieces[2])
+                self.addr = dog_command.validate_address(pieces[0])
+                self.port = dog_command.validate_port(pieces[1])
+                self.image = dog_command.validate_name(pieces[2])
             elif len(pieces) == 1:
                 group = self._group()
-                self.addr = cli.validate_address(group.sheepdog_store_address)
-                self.port = cli.validate_port(group.sheepdog_store_port)
-                self.image = cli.validate_name(pieces[0])
+                self.addr = dog_command.validate_address(
+                    group.sheepdog_store_address)
+                self.port = dog_command.validate_port(
+                    group.sheepdog_store_port)
+                self.image = dog_command.validate_name(pieces[0])
             else:
                 raise ValueError('expected ADDRESS:PORT:IMAGE')
         except ValueError as exc:
@@ -181,7 +183,7 @@ class Store(driver.Store):
         self.READ_CHUNKSIZE = current.read_size
         self.WRITE_CHUNKSIZE = current.chunk_size
         try:
-            current.cli.list(current.address, current.port)
+            current.dog.list(current.address, current.port)
         except Exception as exc:
             reason = ('sheepdog cluster at %s:%d does not answer `%s vdi '
                       'list`: %s' % (current.address, current.port,
@@ -203,7 +205,7 @@ class Store(driver.Store):
         return StoreLocation(specs, self.conf)
 
     def _stat(self, loc):
-        info = self.settings.cli.stat(loc.addr, loc.port, loc.image)
+        info = self.settings.dog.stat(loc.addr, loc.port, loc.image)
         if info is None:
             raise exceptions.NotFound(
                 message='sheepdog image %s does not exist at %s:%d'
@@ -242,8 +244,8 @@ class Store(driver.Store):
         """
         loc = location.store_location
         self._stat(loc)
-        self.settings.cli.check('delete', loc.addr, loc.port, loc.image)
-        if self.settings.cli.stat(loc.addr, loc.port, loc.image) is not None:
+        self.settings.dog.check('delete', loc.addr, loc.port, loc.image)
+        if self.settings.dog.stat(loc.addr, loc.port, loc.image) is not None:
             raise exceptions.BackendException(
                 'sheepdog image %s still exists after `vdi delete`'
                 % loc.image)
@@ -252,8 +254,8 @@ class Store(driver.Store):
 
     def _delete_partial(self, current, name):
         try:
-            current.cli.check('delete', current.address, current.port, name)
-            if current.cli.stat(current.address, current.port,
+            current.dog.check('delete', current.address, current.port, name)
+            if current.dog.stat(current.address, current.port,
                                 name) is not None:
                 raise exceptions.BackendException('still listed')
         except Exception as exc:
@@ -268,13 +270,13 @@ class Store(driver.Store):
              verifier):
         current = self.settings
         try:
-            name = cli.validate_name(image_id)
+            name = dog_command.validate_name(image_id)
         except ValueError as exc:
             raise exceptions.Invalid(message='cannot store image %s in '
                                      'sheepdog: %s' % (image_id, exc))
         # No existence check first: `vdi create` refuses an existing name
-        # (Duplicate, see cli.error_for), and a check would cost one more
-        # CLI call per upload without closing the race.
+        # (Duplicate, see dog_command.error_for), and a check would cost one
+        # more CLI call per upload without closing the race.
         checksum = _hasher('md5')
         hashers = [checksum]
         multihash = None
@@ -295,7 +297,7 @@ class Store(driver.Store):
                 written = uploader.write_known(source, digest, image_size)
             else:
                 written = uploader.write_unknown(source, digest)
-            info = current.cli.stat(current.address, current.port, name)
+            info = current.dog.stat(current.address, current.port, name)
             if info is None or info.size != written:
                 raise exceptions.BackendException(
                     'sheepdog image %s is %s bytes after writing %d'

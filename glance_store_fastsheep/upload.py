@@ -28,9 +28,9 @@ import errno
 from glance_store import exceptions
 from oslo_log import log as logging
 
-from glance_store_fastsheep import cli
-from glance_store_fastsheep import coop
-from glance_store_fastsheep import pipes
+from glance_store_fastsheep import dog_command
+from glance_store_fastsheep import hub_safe
+from glance_store_fastsheep import pipe_io
 
 LOG = logging.getLogger(__name__)
 
@@ -48,18 +48,18 @@ class WriteProcess(object):
         self.length = length
         self.sent = 0
         self.idle_timeout = settings.transfer_timeout
-        argv = settings.cli.argv('write', address, port, name, offset,
+        argv = settings.dog.argv('write', address, port, name, offset,
                                  length)
-        self.proc, write_fd, self._stderr = cli.spawn_transfer(
+        self.proc, write_fd, self._stderr = dog_command.spawn_transfer(
             argv, settings.pipe_size, child_reads=True)
-        self.writer = pipes.PipeWriter(write_fd, self.idle_timeout)
+        self.writer = pipe_io.PipeWriter(write_fd, self.idle_timeout)
         LOG.debug('Started `%s` (pid %s)', ' '.join(argv), self.proc.pid)
 
     def feed(self, data):
         """Write data to the child; return whether we had to wait."""
         try:
             waited = self.writer.write(data)
-        except coop.Timeout:
+        except hub_safe.Timeout:
             raise exceptions.BackendException(
                 'sheepdog `vdi write` of %s at offset %d took no data for '
                 '%ss; killed' % (self.name, self.offset, self.idle_timeout))
@@ -84,16 +84,16 @@ class WriteProcess(object):
         try:
             self.end_input()
             try:
-                status = coop.wait_process(self.proc, self.idle_timeout)
-            except coop.Timeout:
+                status = hub_safe.wait_process(self.proc, self.idle_timeout)
+            except hub_safe.Timeout:
                 raise exceptions.BackendException(
                     'sheepdog `vdi write` of %s at offset %d did not exit '
                     '%ss after its input ended' % (self.name, self.offset,
                                                    self.idle_timeout))
             if status != 0:
                 self._stderr.seek(0)
-                raise cli.error_for('write', self.name, status,
-                                    self._stderr.read())
+                raise dog_command.error_for('write', self.name, status,
+                                            self._stderr.read())
             LOG.debug('Wrote %d bytes of %s at offset %d', self.length,
                       self.name, self.offset)
         finally:
@@ -102,7 +102,7 @@ class WriteProcess(object):
     def close(self):
         """Release fds; kill and reap the child if it still runs."""
         self.writer.close()
-        if coop.kill_and_reap(self.proc) is None:
+        if hub_safe.kill_and_reap(self.proc) is None:
             LOG.warning('`dog vdi write` pid %s of %s survived SIGKILL; left '
                         'to be reaped later', self.proc.pid, self.name)
         self._stderr.close()
@@ -147,7 +147,7 @@ class Digest(object):
     def __init__(self, hashers, verifier):
         self.hashers = hashers
         self.verifier = verifier
-        self._jobs = coop.InOrder()
+        self._jobs = hub_safe.InOrder()
 
     def update(self, piece):
         for hasher in self.hashers:
@@ -183,14 +183,14 @@ class Uploader(object):
     # control commands -------------------------------------------------
 
     def _create(self, size):
-        self.settings.cli.check('create', self.address, self.port,
+        self.settings.dog.check('create', self.address, self.port,
                                 self.name, size)
         self.created = True
         self.size = size
 
     def _grow(self, size):
         if size > self.size:
-            self.settings.cli.check('resize', self.address, self.port,
+            self.settings.dog.check('resize', self.address, self.port,
                                     self.name, size)
             self.size = size
 
@@ -232,7 +232,7 @@ class Uploader(object):
                 if digest is not None:
                     digest.update_beside(piece)
                 if not child.feed(piece):
-                    coop.give_way()
+                    hub_safe.give_way()
                 fed += len(piece)
         except _ChildGone:
             # The child exited before taking everything: its status and
@@ -276,7 +276,7 @@ class Uploader(object):
                 self._spawn(*bounds[spawned])
                 spawned += 1
                 # A fork holds the hub for a few ms: not N of them in a row.
-                coop.give_way()
+                hub_safe.give_way()
             if spawned <= index:
                 self._make_room()
                 self._spawn(offset, length)

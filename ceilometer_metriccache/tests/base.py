@@ -181,10 +181,10 @@ class TestCase(oslo_base.BaseTestCase):
     @staticmethod
     def plugin_class():
         if PIKE:
-            from ceilometer_metriccache import dispatcher
-            return dispatcher.MetricCacheDispatcher
-        from ceilometer_metriccache import gnocchi_publisher
-        return gnocchi_publisher.MetricCachePublisher
+            from ceilometer_metriccache import pike_dispatcher
+            return pike_dispatcher.MetricCacheDispatcher
+        from ceilometer_metriccache import current_publisher
+        return current_publisher.MetricCachePublisher
 
     @staticmethod
     def upstream_class():

@@ -639,7 +639,7 @@ class SheepdogEmulator(fixtures.Fixture):
         processes.run([
             # The emulator module itself: the fixture module needs the
             # test-only ``fixtures`` library, which glance's venv lacks.
-            python, '-m', 'glance_store_fastsheep.tests.sheepdog_emulator',
+            python, '-m', 'sheepdog_emulator.emulator',
             '--emulator-admin', '--root', root, '--address', '127.0.0.1',
             '--port', str(port),
             'setup', '--bin', os.path.join(root, 'bin')],

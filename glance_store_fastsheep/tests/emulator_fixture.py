@@ -31,7 +31,7 @@ import sys
 
 import fixtures
 
-from glance_store_fastsheep.tests import sheepdog_emulator as emulator
+from sheepdog_emulator import emulator
 
 
 class SheepdogEmulator(fixtures.Fixture):

@@ -90,8 +90,8 @@ def _hosts(resources_file=None, memo_size=None):
     from ceilometer.dispatcher import gnocchi_opts
     from oslo_config import cfg
 
-    from ceilometer_metriccache import dispatcher
     from ceilometer_metriccache import opts
+    from ceilometer_metriccache import pike_dispatcher
 
     conf = cfg.ConfigOpts()
     conf.register_opts(gnocchi_opts.dispatcher_opts,
@@ -106,7 +106,8 @@ def _hosts(resources_file=None, memo_size=None):
     if memo_size:
         conf.set_override('memo_size', memo_size, group=opts.GROUP)
     hosts = []
-    for cls in (gnocchi.GnocchiDispatcher, dispatcher.MetricCacheDispatcher):
+    for cls in (gnocchi.GnocchiDispatcher,
+                pike_dispatcher.MetricCacheDispatcher):
         stub = _Stub()
         with mock.patch.object(gnocchi.keystone_client, 'get_client'), \
                 mock.patch.object(gnocchi.gnocchi_client,

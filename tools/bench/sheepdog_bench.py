@@ -295,7 +295,7 @@ class _Section(object):
         import subprocess
         import tempfile
 
-        from glance_store_fastsheep.tests import sheepdog_emulator as emu
+        from sheepdog_emulator import emulator as emu
         self.emu = emu
         parent = _scratch_parent(self.size, self.args.sheepdog_root)
         self.root = tempfile.mkdtemp(prefix='bench-sheepdog-', dir=parent)
@@ -660,7 +660,7 @@ class _Limited(object):
 
 
 def _cluster(params):
-    from glance_store_fastsheep.tests import sheepdog_emulator as emu
+    from sheepdog_emulator import emulator as emu
     return emu.Cluster(params['root'], params['address'], params['port'])
 
 

@@ -68,14 +68,14 @@ class TestPipelineLoading(base.TestCase):
         pub = self._publisher('ceilometer.sample.publisher')
         if base.PIKE:
             from ceilometer.publisher import direct
-            from ceilometer_metriccache import dispatcher
+            from ceilometer_metriccache import pike_dispatcher
             self.assertIsInstance(pub, direct.DirectPublisher)
             self.assertIsInstance(pub.get_sample_dispatcher(),
-                                  dispatcher.MetricCacheDispatcher)
+                                  pike_dispatcher.MetricCacheDispatcher)
         else:
-            from ceilometer_metriccache import gnocchi_publisher
+            from ceilometer_metriccache import current_publisher
             self.assertIsInstance(pub,
-                                  gnocchi_publisher.MetricCachePublisher)
+                                  current_publisher.MetricCachePublisher)
         # One definition per resource, as in real streams.
         pub.publish_samples(
             _samples(['hardware.ipmi.fan', 'hardware.cpu.util', 'none'],

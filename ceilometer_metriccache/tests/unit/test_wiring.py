@@ -17,7 +17,7 @@ from oslo_config import cfg
 import testtools
 
 from ceilometer_metriccache import opts
-from ceilometer_metriccache import publisher
+from ceilometer_metriccache import release_publisher
 from ceilometer_metriccache.tests import base
 
 
@@ -27,10 +27,10 @@ class TestWiring(testtools.TestCase):
         if base.PIKE:
             from ceilometer.publisher import direct
             self.assertIs(direct.DirectPublisher,
-                          publisher.MetricCachePublisher)
+                          release_publisher.MetricCachePublisher)
         else:
             from ceilometer.publisher import gnocchi
-            self.assertTrue(issubclass(publisher.MetricCachePublisher,
+            self.assertTrue(issubclass(release_publisher.MetricCachePublisher,
                                        gnocchi.GnocchiPublisher))
 
     def test_entry_points_share_the_scheme_name(self):
@@ -43,9 +43,9 @@ class TestWiring(testtools.TestCase):
                    if ep.name == 'gnocchi-metriccache']
             self.assertEqual(1, len(eps), namespace)
             targets[namespace] = eps[0].module
-        self.assertEqual('ceilometer_metriccache.dispatcher',
+        self.assertEqual('ceilometer_metriccache.pike_dispatcher',
                          targets['ceilometer.dispatcher.meter'])
-        self.assertEqual('ceilometer_metriccache.publisher',
+        self.assertEqual('ceilometer_metriccache.release_publisher',
                          targets['ceilometer.sample.publisher'])
 
     def test_memo_size_option(self):

@@ -26,7 +26,7 @@ from oslo_config import cfg
 from oslotest import base
 import six
 
-from glance_store_fastsheep import coop
+from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests import emulator_fixture
 
@@ -41,7 +41,7 @@ def expected_mode():
 
 def os_thread_id():
     """The id of the OS thread running the caller, green or not."""
-    if coop.is_green():
+    if hub_safe.is_green():
         from eventlet import patcher
         return patcher.original(six.moves._thread.__name__).get_ident()
     return six.moves._thread.get_ident()
@@ -101,7 +101,7 @@ class FunctionalTestCase(base.BaseTestCase):
         # test, and every fd it opened must be closed again. Under
         # eventlet the driver uses tpool, whose threads and socket pair
         # live as long as the process: started before the snapshot.
-        coop.off_hub(lambda: None)
+        hub_safe.off_hub(lambda: None)
         self.fds_before = open_fds()
 
     def make_conf(self, **overrides):
@@ -148,4 +148,4 @@ class FunctionalTestCase(base.BaseTestCase):
         self.assertEqual(self.fds_before, open_fds())
 
     def test_mode(self):
-        self.assertEqual(expected_mode() == 'eventlet', coop.is_green())
+        self.assertEqual(expected_mode() == 'eventlet', hub_safe.is_green())

@@ -16,7 +16,7 @@ FAKE_DOG_DOWN (every call fails to connect), FAKE_DOG_FAIL_WRITE (write
 reads its input then fails), FAKE_DOG_SHORT=N (read sends N bytes fewer
 and exits 0), FAKE_DOG_HANG=N (read sends N bytes then sleeps), and
 FAKE_DOG_LOG (append each call's pid and argv). The functional tests use
-the real emulator (tests/sheepdog_emulator.py) instead.
+the real emulator (sheepdog_emulator/emulator.py) instead.
 """
 
 import os

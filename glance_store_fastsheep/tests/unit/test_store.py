@@ -20,7 +20,7 @@ from glance_store import capabilities
 from glance_store import exceptions
 from oslo_config import cfg
 
-from glance_store_fastsheep import coop
+from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import opts
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests.unit import base
@@ -269,7 +269,7 @@ class FaultTest(base.StoreTestCase):
         super(FaultTest, self).setUp()
         self.sd = self.make_store()
         # eventlet's tpool keeps its fds for the life of the process.
-        coop.off_hub(lambda: None)
+        hub_safe.off_hub(lambda: None)
         self.fds = open_fds()
 
     def assertNothingLeft(self):

@@ -19,8 +19,8 @@ what it means for ``gnocchi://``. Only importable where
 
 from ceilometer.publisher import gnocchi
 
-from ceilometer_metriccache import cache
 from ceilometer_metriccache import index
+from ceilometer_metriccache import wiring
 
 
 class MetricCachePublisher(gnocchi.GnocchiPublisher):
@@ -28,7 +28,7 @@ class MetricCachePublisher(gnocchi.GnocchiPublisher):
 
     def __init__(self, conf, parsed_url):
         super(MetricCachePublisher, self).__init__(conf, parsed_url)
-        cache.install(self, conf)
+        wiring.install(self, conf)
         # Upstream's metric_map holds literal names only (last definition
         # wins on duplicates); this one follows file order and patterns.
         self.metric_map = index.MetricMap(self.metric_index.metrics)

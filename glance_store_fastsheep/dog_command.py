@@ -30,9 +30,9 @@ from oslo_utils import encodeutils
 from oslo_utils import netutils
 import six
 
-from glance_store_fastsheep import coop
+from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import opts
-from glance_store_fastsheep import pipes
+from glance_store_fastsheep import pipe_io
 
 LOG = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ def _argv_item(item):
     return item.encode('utf-8') if six.PY2 else item
 
 
-class Cli(object):
+class DogCommand(object):
     """The argv of every sheepdog call the store makes, and the short ones.
 
     One instance per configured store; it holds no per-request state.
@@ -229,9 +229,9 @@ class Cli(object):
                 raise exceptions.BackendException(
                     'cannot run %s: %s' % (self.command, exc))
             try:
-                status = coop.wait_process(proc, self.command_timeout)
-            except coop.Timeout:
-                coop.kill_and_reap(proc)
+                status = hub_safe.wait_process(proc, self.command_timeout)
+            except hub_safe.Timeout:
+                hub_safe.kill_and_reap(proc)
                 LOG.error('Killed `%s`: no exit after %ss',
                           ' '.join(argv), self.command_timeout)
                 raise exceptions.BackendException(
@@ -283,7 +283,7 @@ def spawn_transfer(argv, pipe_size, child_reads):
         ours, theirs = write_fd, read_fd
     else:
         ours, theirs = read_fd, write_fd
-    pipes.set_pipe_size(ours, pipe_size)
+    pipe_io.set_pipe_size(ours, pipe_size)
     devnull = open(os.devnull, 'wb' if child_reads else 'rb')
     streams = ({'stdin': theirs, 'stdout': devnull} if child_reads
                else {'stdin': devnull, 'stdout': theirs})

@@ -14,11 +14,11 @@
 Decided once, at import time, by what the installed ceilometer provides:
 
 * Queens and later have ``ceilometer.publisher.gnocchi``: the publisher is
-  a subclass of its GnocchiPublisher (gnocchi_publisher.py).
+  a subclass of its GnocchiPublisher (current_publisher.py).
 * Pike has only the gnocchi dispatcher: the publisher is Pike's own
   DirectPublisher, which loads the ``ceilometer.dispatcher.meter`` and
   ``ceilometer.dispatcher.event`` driver named by the URL scheme, i.e.
-  this plugin's MetricCacheDispatcher (dispatcher.py).
+  this plugin's MetricCacheDispatcher (pike_dispatcher.py).
 """
 
 try:
@@ -27,7 +27,7 @@ except ImportError:
     _current = None
 
 if _current is not None:
-    from ceilometer_metriccache.gnocchi_publisher import (  # noqa: F401
+    from ceilometer_metriccache.current_publisher import (  # noqa: F401
         MetricCachePublisher)
 else:
     from ceilometer.publisher.direct import (  # noqa: F401

@@ -25,7 +25,7 @@ import fixtures
 from oslotest import base
 
 from glance_store_fastsheep.tests import emulator_fixture
-from glance_store_fastsheep.tests import sheepdog_emulator as emulator
+from sheepdog_emulator import emulator
 
 MIB = 1 << 20
 OBJ = 4 * MIB

@@ -27,7 +27,7 @@ import os
 
 from oslo_log import log as logging
 
-from glance_store_fastsheep import coop
+from glance_store_fastsheep import hub_safe
 
 LOG = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class PipeReader(object):
         while got < want:
             count = _attempt(self._file.readinto, view[got:want])
             if count is None:
-                coop.wait_fd(self.fd, timeout=self.idle_timeout)
+                hub_safe.wait_fd(self.fd, timeout=self.idle_timeout)
                 waited = True
                 continue
             if count == 0:
@@ -141,7 +141,7 @@ class PipeWriter(object):
     def __init__(self, fd, idle_timeout):
         self.fd = fd
         self.idle_timeout = idle_timeout
-        self.green = coop.is_green()
+        self.green = hub_safe.is_green()
         set_blocking(fd, False)
         self._file = io.FileIO(fd, 'wb', closefd=True)
 
@@ -157,7 +157,8 @@ class PipeWriter(object):
         while pos < total:
             count = _attempt(self._file.write, view[pos:])
             if count is None:
-                coop.wait_fd(self.fd, write=True, timeout=self.idle_timeout)
+                hub_safe.wait_fd(self.fd, write=True,
+                                 timeout=self.idle_timeout)
                 waited = True
                 continue
             pos += count
@@ -165,7 +166,7 @@ class PipeWriter(object):
                 # A partial write means the child is draining the pipe
                 # as we fill it; retrying at once would never see EAGAIN
                 # and would hold the hub until the whole piece is in.
-                coop.give_way()
+                hub_safe.give_way()
                 waited = True
         return waited
 

@@ -1354,8 +1354,8 @@ def install_wrappers(bin_dir, root=None, names=('dog', 'collie'),
             '# sheepdog CLI emulator: test/demo tooling, not sheepdog.\n'
             'import sys\n'
             'sys.path.insert(0, %r)\n'
-            'import sheepdog_emulator\n'
-            'sys.exit(sheepdog_emulator.main(sys.argv, root=%r))\n'
+            'import emulator\n'
+            'sys.exit(emulator.main(sys.argv, root=%r))\n'
             % (python, here, root and os.path.abspath(root)))
     paths = []
     for name in names:
@@ -1370,10 +1370,10 @@ def install_wrappers(bin_dir, root=None, names=('dog', 'collie'),
 
 
 def admin_main(argv):
-    """``sheepdog_emulator.py --emulator-admin ACTION ...`` (see docs)."""
+    """``sheepdog-emulator ACTION ...``: set up and steer clusters."""
     import argparse
     parser = argparse.ArgumentParser(
-        prog='sheepdog_emulator --emulator-admin',
+        prog='sheepdog-emulator',
         description='Set up and steer emulated sheepdog clusters (test '
                     'and demo tooling only).')
     parser.add_argument('--root', default=os.environ.get(
@@ -1419,6 +1419,11 @@ def admin_main(argv):
     else:
         parser.error('an action is required')
     return 0
+
+
+def console_main():
+    """Entry point of the ``sheepdog-emulator`` console script."""
+    return admin_main(sys.argv[1:])
 
 
 if __name__ == '__main__':

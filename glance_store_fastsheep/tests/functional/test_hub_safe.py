@@ -9,13 +9,13 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""coop.InOrder under the mode of the pass (threads, or eventlet)."""
+"""hub_safe.InOrder under the mode of the pass (threads, or eventlet)."""
 
 import gc
 
 from oslotest import base as test_base
 
-from glance_store_fastsheep import coop
+from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep.tests.functional import base
 
 
@@ -24,7 +24,7 @@ class Boom(Exception):
 
 
 def _live_greenthreads():
-    if not coop.is_green():
+    if not hub_safe.is_green():
         return 0
     from eventlet import greenthread
     return sum(1 for obj in gc.get_objects()
@@ -35,19 +35,20 @@ class InOrderTest(test_base.BaseTestCase):
 
     def setUp(self):
         super(InOrderTest, self).setUp()
-        self.assertEqual(base.expected_mode() == 'eventlet', coop.is_green())
+        self.assertEqual(base.expected_mode() ==
+                         'eventlet', hub_safe.is_green())
         self.before = _live_greenthreads()
 
     def test_jobs_run_in_order_and_off_the_hub_when_green(self):
         seen = []
-        jobs = coop.InOrder()
+        jobs = hub_safe.InOrder()
         for number in range(50):
             jobs.start(lambda n: seen.append((n, base.os_thread_id())),
                        number)
         jobs.settle()
         self.assertEqual(list(range(50)), [n for n, _thread in seen])
         threads = set(thread for _n, thread in seen)
-        if coop.is_green():
+        if hub_safe.is_green():
             self.assertNotIn(base.os_thread_id(), threads)
         else:
             self.assertEqual({base.os_thread_id()}, threads)
@@ -61,9 +62,9 @@ class InOrderTest(test_base.BaseTestCase):
             if number == 1:
                 raise Boom('job 1')
 
-        jobs = coop.InOrder()
+        jobs = hub_safe.InOrder()
         jobs.start(job, 0)
-        if coop.is_green():
+        if hub_safe.is_green():
             # Job 1 fails beside the caller: the next start raises it
             # and does not run job 2.
             jobs.start(job, 1)
@@ -82,8 +83,8 @@ class InOrderTest(test_base.BaseTestCase):
         def fail():
             raise Boom('last')
 
-        jobs = coop.InOrder()
-        if coop.is_green():
+        jobs = hub_safe.InOrder()
+        if hub_safe.is_green():
             jobs.start(fail)
             self.assertRaises(Boom, jobs.settle)
         else:

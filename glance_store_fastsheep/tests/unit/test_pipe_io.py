@@ -17,8 +17,8 @@ from unittest import mock
 
 from oslotest import base
 
-from glance_store_fastsheep import coop
-from glance_store_fastsheep import pipes
+from glance_store_fastsheep import hub_safe
+from glance_store_fastsheep import pipe_io
 
 
 class PipeSizeTest(base.BaseTestCase):
@@ -27,21 +27,22 @@ class PipeSizeTest(base.BaseTestCase):
         read_fd, write_fd = os.pipe()
         self.addCleanup(os.close, read_fd)
         self.addCleanup(os.close, write_fd)
-        self.assertEqual(256 * 1024, pipes.set_pipe_size(read_fd, 256 * 1024))
+        self.assertEqual(
+            256 * 1024, pipe_io.set_pipe_size(read_fd, 256 * 1024))
 
     def test_zero_keeps_kernel_default(self):
         read_fd, write_fd = os.pipe()
         self.addCleanup(os.close, read_fd)
         self.addCleanup(os.close, write_fd)
-        before = fcntl.fcntl(read_fd, pipes.F_GETPIPE_SZ)
-        self.assertEqual(before, pipes.set_pipe_size(read_fd, 0))
+        before = fcntl.fcntl(read_fd, pipe_io.F_GETPIPE_SZ)
+        self.assertEqual(before, pipe_io.set_pipe_size(read_fd, 0))
 
     def test_refusal_is_not_fatal(self):
         read_fd, write_fd = os.pipe()
         self.addCleanup(os.close, read_fd)
         self.addCleanup(os.close, write_fd)
         # Far above any pipe-max-size: refused (EPERM/ENOMEM), no raise.
-        self.assertIsNotNone(pipes.set_pipe_size(read_fd, 1 << 40))
+        self.assertIsNotNone(pipe_io.set_pipe_size(read_fd, 1 << 40))
 
 
 class ReaderTest(base.BaseTestCase):
@@ -59,7 +60,7 @@ class ReaderTest(base.BaseTestCase):
 
     def test_fills_whole_buffer_across_writes(self):
         read_fd, write_fd = self._pipe()
-        reader = pipes.PipeReader(read_fd, 8, idle_timeout=5)
+        reader = pipe_io.PipeReader(read_fd, 8, idle_timeout=5)
         self.addCleanup(reader.close)
         os.write(write_fd, b'abc')
         feeder = threading.Timer(0.05, os.write, (write_fd, b'defghij'))
@@ -71,7 +72,7 @@ class ReaderTest(base.BaseTestCase):
 
     def test_short_at_eof(self):
         read_fd, write_fd = self._pipe()
-        reader = pipes.PipeReader(read_fd, 8, idle_timeout=5)
+        reader = pipe_io.PipeReader(read_fd, 8, idle_timeout=5)
         self.addCleanup(reader.close)
         os.write(write_fd, b'xyz')
         os.close(write_fd)
@@ -80,21 +81,21 @@ class ReaderTest(base.BaseTestCase):
 
     def test_idle_timeout(self):
         read_fd, _write_fd = self._pipe()
-        reader = pipes.PipeReader(read_fd, 8, idle_timeout=0.2)
+        reader = pipe_io.PipeReader(read_fd, 8, idle_timeout=0.2)
         self.addCleanup(reader.close)
-        self.assertRaises(coop.Timeout, reader.fill, 8)
+        self.assertRaises(hub_safe.Timeout, reader.fill, 8)
 
     def test_waits_only_for_an_empty_pipe(self):
         # A reader that keeps up with the child makes one read per piece;
         # a poll (or trampoline) comes only after a read found nothing.
         read_fd, write_fd = self._pipe()
-        reader = pipes.PipeReader(read_fd, 8, idle_timeout=1)
+        reader = pipe_io.PipeReader(read_fd, 8, idle_timeout=1)
         self.addCleanup(reader.close)
         flags = fcntl.fcntl(read_fd, fcntl.F_GETFL)
         self.assertTrue(flags & os.O_NONBLOCK)
         os.write(write_fd, b'12345678')
-        with mock.patch.object(coop, 'wait_fd',
-                               side_effect=coop.wait_fd) as wait_fd:
+        with mock.patch.object(hub_safe, 'wait_fd',
+                               side_effect=hub_safe.wait_fd) as wait_fd:
             self.assertEqual((8, False), reader.fill(8))
             self.assertEqual(0, wait_fd.call_count)
             timer = threading.Timer(0.05, os.write, (write_fd, b'abcdefgh'))
@@ -110,14 +111,14 @@ class WriterTest(base.BaseTestCase):
         """(read fd, PipeWriter) of a new pipe, made in the given mode."""
         read_fd, write_fd = os.pipe()
         self.addCleanup(os.close, read_fd)
-        with mock.patch.object(coop, 'is_green', return_value=green):
-            writer = pipes.PipeWriter(write_fd, idle_timeout=5)
+        with mock.patch.object(hub_safe, 'is_green', return_value=green):
+            writer = pipe_io.PipeWriter(write_fd, idle_timeout=5)
         self.addCleanup(writer.close)
         return read_fd, writer
 
     def test_large_write_through_small_pipe(self):
         read_fd, write_fd = os.pipe()
-        writer = pipes.PipeWriter(write_fd, idle_timeout=5)
+        writer = pipe_io.PipeWriter(write_fd, idle_timeout=5)
         self.addCleanup(writer.close)
         data = os.urandom(3 * 1024 * 1024 + 7)
         received = []
@@ -156,8 +157,8 @@ class WriterTest(base.BaseTestCase):
         real_file, writer._file = writer._file, Trickle()
         self.addCleanup(real_file.close)
         data = os.urandom(4500)
-        with mock.patch.object(coop, 'give_way') as give_way, \
-                mock.patch.object(coop, 'wait_fd') as wait_fd:
+        with mock.patch.object(hub_safe, 'give_way') as give_way, \
+                mock.patch.object(hub_safe, 'wait_fd') as wait_fd:
             waited = writer.write(data)
         self.assertEqual(data, b''.join(written))
         self.assertEqual(4, give_way.call_count)
@@ -166,14 +167,14 @@ class WriterTest(base.BaseTestCase):
 
     def test_native_partial_writes_do_not_yield(self):
         read_fd, writer = self._writer(green=False)
-        with mock.patch.object(coop, 'give_way') as give_way:
+        with mock.patch.object(hub_safe, 'give_way') as give_way:
             writer.write(b'x' * 3000)
         self.assertEqual(b'x' * 3000, os.read(read_fd, 4096))
         self.assertFalse(give_way.called)
 
     def test_reader_gone(self):
         read_fd, write_fd = os.pipe()
-        writer = pipes.PipeWriter(write_fd, idle_timeout=5)
+        writer = pipe_io.PipeWriter(write_fd, idle_timeout=5)
         self.addCleanup(writer.close)
         os.close(read_fd)
         exc = self.assertRaises((IOError, OSError), writer.write, b'x')
@@ -182,6 +183,6 @@ class WriterTest(base.BaseTestCase):
     def test_stalled_reader_times_out(self):
         read_fd, write_fd = os.pipe()
         self.addCleanup(os.close, read_fd)
-        writer = pipes.PipeWriter(write_fd, idle_timeout=0.2)
+        writer = pipe_io.PipeWriter(write_fd, idle_timeout=0.2)
         self.addCleanup(writer.close)
-        self.assertRaises(coop.Timeout, writer.write, b'x' * (1 << 20))
+        self.assertRaises(hub_safe.Timeout, writer.write, b'x' * (1 << 20))

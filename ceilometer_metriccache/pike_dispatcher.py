@@ -19,8 +19,8 @@ name, loads the dispatcher of the URL's scheme. Only importable where
 
 from ceilometer.dispatcher import gnocchi
 
-from ceilometer_metriccache import cache
 from ceilometer_metriccache import index
+from ceilometer_metriccache import wiring
 
 
 class MetricCacheDispatcher(gnocchi.GnocchiDispatcher):
@@ -28,7 +28,7 @@ class MetricCacheDispatcher(gnocchi.GnocchiDispatcher):
 
     def __init__(self, conf):
         super(MetricCacheDispatcher, self).__init__(conf)
-        cache.install(self, conf)
+        wiring.install(self, conf)
         # Called once per (resource, metric) group of every batch: bind
         # the index's C-level lookup on the instance, which spares the
         # Python frame of the method below (about half the cost of a hit).

@@ -16,7 +16,7 @@ import fixtures
 from glance_store import exceptions
 from oslotest import base
 
-from glance_store_fastsheep import cli
+from glance_store_fastsheep import dog_command
 from glance_store_fastsheep.tests.unit import base as test_base
 
 
@@ -24,44 +24,45 @@ class NameTest(base.BaseTestCase):
 
     def test_uuid_passes(self):
         name = '8d1d8cb6-5b63-4b8f-9a5e-1f3c1ab0a3d2'
-        self.assertEqual(name, cli.validate_name(name))
+        self.assertEqual(name, dog_command.validate_name(name))
 
     def test_bytes_become_text(self):
-        self.assertEqual(u'img', cli.validate_name(b'img'))
+        self.assertEqual(u'img', dog_command.validate_name(b'img'))
 
     def test_rejected(self):
         for bad in ('', '-rf', '--help', 'a b', 'a\nb', 'a\x00b', 'a:b',
                     'a\\b', 'x' * 256, 'tab\there'):
-            self.assertRaises(ValueError, cli.validate_name, bad)
+            self.assertRaises(ValueError, dog_command.validate_name, bad)
 
     def test_longest_accepted(self):
-        self.assertEqual('x' * 255, cli.validate_name('x' * 255))
+        self.assertEqual('x' * 255, dog_command.validate_name('x' * 255))
 
 
 class AddressTest(base.BaseTestCase):
 
     def test_valid(self):
-        self.assertEqual('10.0.0.1', cli.validate_address('10.0.0.1'))
-        self.assertEqual('::1', cli.validate_address('::1'))
-        self.assertEqual('fe80::1', cli.validate_address('[fe80::1]'))
+        self.assertEqual('10.0.0.1', dog_command.validate_address('10.0.0.1'))
+        self.assertEqual('::1', dog_command.validate_address('::1'))
+        self.assertEqual('fe80::1', dog_command.validate_address('[fe80::1]'))
         self.assertEqual('sheep-1.example.org',
-                         cli.validate_address('sheep-1.example.org'))
+                         dog_command.validate_address('sheep-1.example.org'))
 
     def test_invalid(self):
         for bad in ('', '-a', 'host name', 'a;b', '$(id)', 'host\n'):
-            self.assertRaises(ValueError, cli.validate_address, bad)
+            self.assertRaises(ValueError, dog_command.validate_address, bad)
 
     def test_port(self):
-        self.assertEqual(7000, cli.validate_port('7000'))
+        self.assertEqual(7000, dog_command.validate_port('7000'))
         for bad in ('0', '65536', 'x', None):
-            self.assertRaises(ValueError, cli.validate_port, bad)
+            self.assertRaises(ValueError, dog_command.validate_port, bad)
 
 
 class ListParseTest(base.BaseTestCase):
 
     def test_real_line(self):
-        infos = cli.parse_list('= img1 0 1073741824 12582912 0 1795305027 '
-                               '9e028f 1  22\n')
+        infos = dog_command.parse_list(
+            '= img1 0 1073741824 12582912 0 1795305027 '
+            '9e028f 1  22\n')
         self.assertEqual(1, len(infos))
         self.assertEqual('img1', infos[0].name)
         self.assertEqual(1073741824, infos[0].size)
@@ -71,46 +72,51 @@ class ListParseTest(base.BaseTestCase):
         self.assertEqual('22', infos[0].fields[10])
 
     def test_escaped_space_in_name(self):
-        infos = cli.parse_list('= my\\ disk 0 4096 0 0 1 a 1  22')
+        infos = dog_command.parse_list('= my\\ disk 0 4096 0 0 1 a 1  22')
         self.assertEqual('my disk', infos[0].name)
         self.assertEqual(4096, infos[0].size)
 
     def test_snapshot_is_not_current(self):
-        infos = cli.parse_list('s img 1 4096 0 0 1 a 1 tag 22\n'
-                               '= img 0 8192 0 0 1 b 1  22\n')
-        self.assertEqual(8192, cli.find_current(infos, 'img').size)
-        self.assertIsNone(cli.find_current(infos[:1], 'img'))
+        infos = dog_command.parse_list(
+            's img 1 4096 0 0 1 a 1 tag 22\n'
+            '= img 0 8192 0 0 1 b 1  22\n')
+        self.assertEqual(8192, dog_command.find_current(infos, 'img').size)
+        self.assertIsNone(dog_command.find_current(infos[:1], 'img'))
 
     def test_empty_output(self):
-        self.assertEqual([], cli.parse_list(''))
+        self.assertEqual([], dog_command.parse_list(''))
 
     def test_garbage(self):
-        self.assertRaises(ValueError, cli.parse_list, 'error: oops')
-        self.assertRaises(ValueError, cli.parse_list, '= img x 4096 0')
+        self.assertRaises(ValueError, dog_command.parse_list, 'error: oops')
+        self.assertRaises(ValueError, dog_command.parse_list, '= img x 4096 0')
 
 
 class ErrorMapTest(base.BaseTestCase):
 
     def test_not_found(self):
-        exc = cli.error_for('read', 'img', 1, b'Failed to open VDI img '
-                            b'(snapshot id: 0 snapshot tag: ): No VDI found')
+        exc = dog_command.error_for(
+            'read', 'img', 1, b'Failed to open VDI img '
+            b'(snapshot id: 0 snapshot tag: ): No VDI found')
         self.assertIsInstance(exc, exceptions.NotFound)
         self.assertIn('No VDI found', str(exc))
 
     def test_duplicate(self):
-        exc = cli.error_for('create', 'img', 1,
-                            b'Failed to create VDI img: VDI exists already')
+        exc = dog_command.error_for(
+            'create', 'img', 1,
+            b'Failed to create VDI img: VDI exists already')
         self.assertIsInstance(exc, exceptions.Duplicate)
 
     def test_no_space(self):
-        exc = cli.error_for('write', 'img', 1,
-                            b'Failed to write object: Server has no space '
-                            b'for new objects')
+        exc = dog_command.error_for(
+            'write', 'img', 1,
+            b'Failed to write object: Server has no space '
+            b'for new objects')
         self.assertIsInstance(exc, exceptions.StorageFull)
 
     def test_other(self):
-        exc = cli.error_for('list', 'img', 2, b'failed to connect to '
-                            b'127.0.0.1:7000: Connection refused')
+        exc = dog_command.error_for(
+            'list', 'img', 2, b'failed to connect to '
+            b'127.0.0.1:7000: Connection refused')
         self.assertIsInstance(exc, exceptions.BackendException)
         self.assertIn('exit 2', str(exc))
         self.assertIn('Connection refused', str(exc))
@@ -130,33 +136,33 @@ class FindCommandTest(base.BaseTestCase):
     def test_dog_preferred(self):
         dog = self._tool('dog')
         self._tool('collie')
-        self.assertEqual(dog, cli.find_command('dog'))
+        self.assertEqual(dog, dog_command.find_command('dog'))
 
     def test_collie_fallback(self):
         collie = self._tool('collie')
-        self.assertEqual(collie, cli.find_command('dog'))
+        self.assertEqual(collie, dog_command.find_command('dog'))
 
     def test_no_fallback_for_other_names(self):
         self._tool('collie')
-        self.assertIsNone(cli.find_command('mydog'))
+        self.assertIsNone(dog_command.find_command('mydog'))
 
     def test_missing(self):
-        self.assertIsNone(cli.find_command('dog'))
+        self.assertIsNone(dog_command.find_command('dog'))
 
     def test_absolute(self):
         dog = self._tool('dog')
-        self.assertEqual(dog, cli.find_command(dog))
-        self.assertIsNone(cli.find_command(dog + '-missing'))
+        self.assertEqual(dog, dog_command.find_command(dog))
+        self.assertIsNone(dog_command.find_command(dog + '-missing'))
 
     def test_not_executable(self):
         path = os.path.join(self.bin, 'dog')
         with open(path, 'w') as script:
             script.write('#!/bin/sh\n')
-        self.assertIsNone(cli.find_command('dog'))
-        self.assertIsNone(cli.find_command(path))
+        self.assertIsNone(dog_command.find_command('dog'))
+        self.assertIsNone(dog_command.find_command(path))
 
     def test_relative_path_refused(self):
-        self.assertIsNone(cli.find_command('bin/dog'))
+        self.assertIsNone(dog_command.find_command('bin/dog'))
 
 
 class CliRunTest(base.BaseTestCase):
@@ -164,29 +170,31 @@ class CliRunTest(base.BaseTestCase):
     def setUp(self):
         super(CliRunTest, self).setUp()
         self.dog = self.useFixture(test_base.FakeDog())
-        self.cli = cli.Cli(os.path.join(self.dog.bin_dir, 'dog'), 10)
+        self.command = dog_command.DogCommand(
+            os.path.join(self.dog.bin_dir, 'dog'), 10)
 
     def test_argv_has_no_shell(self):
-        argv = self.cli.argv('read', '10.0.0.1', 7000, 'img', 0, 4096)
-        self.assertEqual([self.cli.command, 'vdi', 'read', '-a', '10.0.0.1',
-                          '-p', '7000', 'img', '0', '4096'], argv)
+        argv = self.command.argv('read', '10.0.0.1', 7000, 'img', 0, 4096)
+        self.assertEqual([self.command.command, 'vdi', 'read',
+                          '-a', '10.0.0.1', '-p', '7000', 'img', '0', '4096'],
+                         argv)
 
     def test_list_and_stat(self):
         self.dog.put('img', b'x' * 10)
-        self.assertEqual(10, self.cli.stat('127.0.0.1', 7000, 'img').size)
-        self.assertIsNone(self.cli.stat('127.0.0.1', 7000, 'other'))
+        self.assertEqual(10, self.command.stat('127.0.0.1', 7000, 'img').size)
+        self.assertIsNone(self.command.stat('127.0.0.1', 7000, 'other'))
         self.assertEqual(['img'], [i.name for i in
-                                   self.cli.list('127.0.0.1', 7000)])
+                                   self.command.list('127.0.0.1', 7000)])
         self.assertEqual(['vdi', 'list', '-a', '127.0.0.1', '-p', '7000',
                           '-r', 'img'], self.dog.calls()[0])
 
     def test_check_raises_mapped_error(self):
-        self.assertRaises(exceptions.NotFound, self.cli.check, 'resize',
+        self.assertRaises(exceptions.NotFound, self.command.check, 'resize',
                           '127.0.0.1', 7000, 'nope', 4096)
 
     def test_cluster_down(self):
         self.useFixture(fixtures.EnvironmentVariable('FAKE_DOG_DOWN', '1'))
-        exc = self.assertRaises(exceptions.BackendException, self.cli.list,
+        exc = self.assertRaises(exceptions.BackendException, self.command.list,
                                 '127.0.0.1', 7000)
         self.assertIn('Connection refused', str(exc))
 
@@ -194,7 +202,7 @@ class CliRunTest(base.BaseTestCase):
         slow = test_base.write_script(
             os.path.join(self.dog.bin_dir, 'slow'),
             '#!/bin/sh\necho $$ > %s/pid\nexec sleep 30\n' % self.dog.bin_dir)
-        slow_cli = cli.Cli(slow, 2)
+        slow_cli = dog_command.DogCommand(slow, 2)
         exc = self.assertRaises(exceptions.BackendException, slow_cli.run,
                                 'list', '127.0.0.1', 7000)
         self.assertIn('timed out', str(exc))
@@ -204,7 +212,7 @@ class CliRunTest(base.BaseTestCase):
         self.assertRaises(OSError, os.kill, pid, 0)
 
     def test_missing_binary(self):
-        gone = cli.Cli('/nonexistent/dog', 5)
+        gone = dog_command.DogCommand('/nonexistent/dog', 5)
         exc = self.assertRaises(exceptions.BackendException, gone.run,
                                 'list', '127.0.0.1', 7000)
         self.assertIn('cannot run', str(exc))
