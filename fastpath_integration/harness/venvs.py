@@ -6,10 +6,16 @@ fresh machine builds them (a few minutes, uWSGI and psycopg2 compile);
 re-runs reuse them from the cache, keyed by the requirement file, the
 interpreter version and this module's build recipe, so a changed pin
 builds a new venv instead of patching an old one.
+
+Services named ``pike27-*`` are Pike's: CPython 2.7 (pyenv's 2.7.18 on
+this project's machines), created by virtualenv older than 20.22 (the
+last that makes 2.7 environments), with tools/pike-constraints.txt, the
+project's copy of Pike's pins, named in their requirement file.
 """
 
 import contextlib
 import fcntl
+import glob
 import hashlib
 import logging
 import os
@@ -19,10 +25,12 @@ import sys
 
 LOG = logging.getLogger(__name__)
 
-REQUIREMENTS_DIR = os.path.join(
+TOOLS_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))),
-    'tools', 'integration', 'requirements')
+        os.path.abspath(__file__)))), 'tools')
+REQUIREMENTS_DIR = os.path.join(TOOLS_DIR, 'integration', 'requirements')
+PIKE_CONSTRAINTS = os.path.join(TOOLS_DIR, 'pike-constraints.txt')
+PIKE_PREFIX = 'pike27-'
 
 # Bump to rebuild every cached venv when the recipe below changes.
 RECIPE_VERSION = '1'
@@ -41,11 +49,45 @@ def requirements_file(service):
     return os.path.join(REQUIREMENTS_DIR, '%s.txt' % service)
 
 
+def is_pike(service):
+    return service.startswith(PIKE_PREFIX)
+
+
+def python27():
+    """The CPython 2.7 interpreter Pike venvs are made from.
+
+    ``FASTPATH_PYTHON27`` if set; else pyenv's newest 2.7 (the
+    ``python2.7`` on PATH is a pyenv shim that fails unless
+    PYENV_VERSION names 2.7, so the real binary is preferred); else a
+    ``python2.7`` on PATH that runs.
+    """
+    configured = os.environ.get('FASTPATH_PYTHON27')
+    candidates = [configured] if configured else sorted(glob.glob(
+        os.path.expanduser('~/.pyenv/versions/2.7*/bin/python2.7')),
+        reverse=True) + ['python2.7']
+    for candidate in candidates:
+        try:
+            subprocess.run([candidate, '-c', 'import sys; '
+                            'assert sys.version_info[:2] == (2, 7)'],
+                           check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        except (OSError, subprocess.CalledProcessError):
+            continue
+        return candidate
+    raise RuntimeError('no working CPython 2.7 (tried %s); set '
+                       'FASTPATH_PYTHON27' % ', '.join(candidates))
+
+
 def venv_key(service):
     digest = hashlib.sha256()
     with open(requirements_file(service), 'rb') as f:
         digest.update(f.read())
-    digest.update(('%d.%d' % sys.version_info[:2]).encode())
+    if is_pike(service):
+        with open(PIKE_CONSTRAINTS, 'rb') as f:
+            digest.update(f.read())
+        digest.update(b'2.7')
+    else:
+        digest.update(('%d.%d' % sys.version_info[:2]).encode())
     digest.update(RECIPE_VERSION.encode())
     return digest.hexdigest()[:16]
 
@@ -91,11 +133,16 @@ def ensure_venv(service, python=None):
         LOG.info('%s venv: building at %s', service, path)
         logfile = path + '.build.log'
         with open(logfile, 'wb') as log:
+            pip = os.path.join(path, 'bin', 'pip')
             try:
-                _run([python or sys.executable, '-m', 'venv', path], log)
-                pip = os.path.join(path, 'bin', 'pip')
-                _run([pip, 'install', '-q', '-U', 'pip', 'setuptools',
-                      'wheel'], log)
+                if is_pike(service):
+                    # virtualenv<20.22 seeds pip 20.3.4, the last for 2.7.
+                    _run([sys.executable, '-m', 'virtualenv', '-q', '-p',
+                          python or python27(), path], log)
+                else:
+                    _run([python or sys.executable, '-m', 'venv', path], log)
+                    _run([pip, 'install', '-q', '-U', 'pip', 'setuptools',
+                          'wheel'], log)
                 _run([pip, 'install', '-q', '-r',
                       requirements_file(service)], log)
             except subprocess.CalledProcessError:
