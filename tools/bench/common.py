@@ -39,17 +39,44 @@ def parse_size(text):
     return int(float(number) * _SUFFIXES[suffix])
 
 
-def run_worker(argv, env=None, timeout=600, stdin=None):
+TOPDIR = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def pike27_python():
+    """The interpreter of the bench's Pike venv: CPython 2.7, Pike's pins.
+
+    glance_store 0.22.0, ceilometer 9.0.7 and eventlet 0.20.0, as a Pike
+    cloud runs them (tools/integration/requirements/pike27-bench.txt).
+    Built once and cached by the integration harness's venv cache; the
+    project's own packages are put on the worker's PYTHONPATH by
+    run_worker, not installed, so the tree under test is what runs.
+    """
+    if TOPDIR not in sys.path:
+        sys.path.insert(0, TOPDIR)
+    from fastpath_integration.harness import venvs
+    sys.stderr.write('bench: Pike venv (CPython 2.7): %s\n'
+                     % venvs.venv_path('pike27-bench'))
+    return os.path.join(venvs.ensure_venv('pike27-bench'), 'bin', 'python')
+
+
+def run_worker(argv, env=None, timeout=600, stdin=None, python=None):
     """Run ``python argv...`` and return (result, peak_rss_mib, wall_s).
 
     The worker prints one JSON object as its last stdout line. A worker
     that fails raises RuntimeError with its stderr, so a broken row is
-    never reported as a number.
+    never reported as a number. ``python`` is another interpreter (the
+    Pike 2.7 venv's); it gets the project tree on PYTHONPATH.
     """
     child_env = dict(os.environ)
+    if python:
+        child_env.pop('VIRTUAL_ENV', None)
+        child_env['PYTHONPATH'] = os.pathsep.join(
+            filter(None, [TOPDIR, child_env.get('PYTHONPATH')]))
     child_env.update(env or {})
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable] + list(argv), env=child_env,
+    proc = subprocess.Popen([python or sys.executable] + list(argv),
+                            env=child_env,
                             stdin=stdin, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
