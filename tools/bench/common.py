@@ -161,36 +161,9 @@ class Report(object):
                 'targets': self.targets, 'notes': self.notes}
 
     def print_table(self, out=sys.stdout):
-        """The readable side of the run: rows, then ratios with targets."""
-        metric_names = []
-        for metrics in self.rows.values():
-            for key in metrics:
-                if key != 'section' and key not in metric_names:
-                    metric_names.append(key)
-        width = max([len(n) for n in self.rows] + [4])
-        out.write('\n%-*s  %-12s %s\n' % (width, 'row', 'section',
-                                          '  '.join(metric_names)))
-        for name, metrics in self.rows.items():
-            cells = ['%s=%s' % (k, _fmt(metrics[k]))
-                     for k in metric_names if k in metrics]
-            out.write('%-*s  %-12s %s\n' % (width, name, metrics['section'],
-                                            '  '.join(cells)))
-        width = max([len(n) for n in self.ratios] + [5])
-        out.write('\n%-*s  %12s  %s\n' % (width, 'ratio', 'value', 'target'))
-        for name, value in self.ratios.items():
-            target = self.targets.get(name)
-            verdict = ''
-            if target:
-                verdict = '%s %s  %s' % (target['op'], _fmt(target['bound']),
-                                         'ok' if target['met'] else 'MISSED')
-            out.write('%-*s  %12s  %s\n' % (width, name, _fmt(value),
-                                            verdict))
+        """The readable side of the run: one table per question."""
+        import tables
+        out.write('\n' + tables.tables(self, 'text'))
         for text in self.notes:
             out.write('note: %s\n' % text)
         out.flush()
-
-
-def _fmt(value):
-    if isinstance(value, float):
-        return '%.3g' % value if abs(value) < 100 else '%.0f' % value
-    return str(value)

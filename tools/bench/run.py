@@ -12,9 +12,11 @@
 """The project's main job: every side-by-side benchmark in one run.
 
 Each section module (``SECTIONS``) has ``run(args, report)``; it may add
-its own options with ``add_arguments(parser)``. Usage::
+its own options with ``add_arguments(parser)``. The tables printed at the
+end, one per question, are arranged in tables.py. Usage::
 
-    tox -e bench -- [--json FILE] [--size 1G] [--quick] [--only NAME,...]
+    tox -e bench -- [--json FILE] [--report DIR] [--size 1G] [--quick]
+                    [--only NAME,...]
 """
 
 import argparse
@@ -42,20 +44,13 @@ def _section_name(module_name):
     return module_name[:-len('_bench')]
 
 
-def _import_section(name):
-    """The section module, or None while it has not been written yet."""
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        if getattr(exc, 'name', None) != name:
-            raise
-        return None
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--json', metavar='FILE',
                         help='also write rows, ratios and targets as JSON')
+    parser.add_argument('--report', metavar='DIR',
+                        help='also write the tables as DIR/report.md and '
+                             'one bar chart per question as PNG')
     parser.add_argument('--size', default='1G',
                         help='image size for transfer rows (default 1G)')
     parser.add_argument('--quick', action='store_true',
@@ -65,8 +60,8 @@ def main(argv=None):
                             _section_name(s) for s in SECTIONS))
     parser.add_argument('--strict', action='store_true',
                         help='exit 1 when a ratio misses its target')
-    modules = [_import_section(name) for name in SECTIONS]
-    for module in filter(None, modules):
+    modules = [importlib.import_module(name) for name in SECTIONS]
+    for module in modules:
         if hasattr(module, 'add_arguments'):
             module.add_arguments(parser)
     args = parser.parse_args(argv)
@@ -81,10 +76,6 @@ def main(argv=None):
     for name, module in zip(SECTIONS, modules):
         if wanted and _section_name(name) not in wanted:
             continue
-        if module is None:
-            report.note('section %s is not available (%s.py missing)'
-                        % (_section_name(name), name))
-            continue
         sys.stderr.write('bench: running %s\n' % _section_name(name))
         module.run(args, report)
     meta = {'python': platform.python_version(),
@@ -97,6 +88,10 @@ def main(argv=None):
     if args.json:
         with open(args.json, 'w') as out:
             json.dump(report.as_dict(meta), out, indent=2, sort_keys=True)
+    if args.report:
+        import charts
+        for path in charts.write_report(report, meta, args.report):
+            sys.stderr.write('bench: wrote %s\n' % path)
     missed = report.missed()
     if missed:
         sys.stderr.write('bench: targets missed: %s\n' % ', '.join(missed))
