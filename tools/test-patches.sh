@@ -45,7 +45,8 @@ run_tests() {
     shift 2
     log=$work/logs/$label.log
     echo "-- $label: python -m unittest -v $*"
-    if (cd "$tree" && PYTHONPATH=$tree OS_LOG_CAPTURE=1 \
+    if (cd "$tree" && PYTHONPATH=$tree${PYTHONPATH:+:$PYTHONPATH} \
+            OS_LOG_CAPTURE=1 \
             OS_STDOUT_CAPTURE=1 OS_STDERR_CAPTURE=1 \
             "$python" -m unittest -v "$@") >"$log" 2>&1; then
         summary+=("$label: $(grep -E '^Ran [0-9]+ tests?' "$log") OK")
