@@ -4,7 +4,10 @@
 # code stays in the Python 2.7/3 subset, and run the project's own unit
 # tests for the touched modules: first on the UNPATCHED tree (so that a
 # failure caused by this environment's shims shows up there too), then on
-# the patched tree with the tests the patches add.
+# the patched tree with the tests the patches add. Each run happens twice:
+# on this env's Python 3 with current libraries, and on CPython 2.7 with
+# Pike's pins (the pike27-patches venv of fastpath_integration/harness/
+# venvs.py, cached; or $PYTHON27, a 2.7 interpreter that has them).
 #
 # Usage: tools/test-patches.sh SDIST_CACHE WORKDIR [PROJECT...]
 set -euo pipefail
@@ -21,6 +24,14 @@ else
     done
 fi
 python=${PYTHON:-python}
+if [ -n "${PYTHON27:-}" ]; then
+    py27=$PYTHON27
+else
+    # Builds the venv on the first run (a few minutes), then reuses it.
+    py27=$(cd "$root" && "$python" -m fastpath_integration.harness.venvs \
+        pike27-patches)/bin/python
+fi
+"$py27" -c 'import sys; assert sys.version_info[:2] == (2, 7), sys.version'
 
 # The project's existing test module for each module the series touches.
 # Test modules the patches themselves add or change are found from the
@@ -38,17 +49,19 @@ mkdir -p "$work/pristine" "$work/patched" "$work/logs"
 
 failed=()
 summary=()
+extra_path=
 
 run_tests() {
-    # run_tests TREE LABEL MODULE...
-    local tree=$1 label=$2 log
-    shift 2
+    # run_tests PYTHON TREE LABEL MODULE...
+    local interpreter=$1 tree=$2 label=$3 log
+    shift 3
     log=$work/logs/$label.log
-    echo "-- $label: python -m unittest -v $*"
-    if (cd "$tree" && PYTHONPATH=$tree${PYTHONPATH:+:$PYTHONPATH} \
+    echo "-- $label: $interpreter -m unittest -v $*"
+    if (cd "$tree" && \
+            PYTHONPATH=$tree${extra_path:+:$extra_path}${PYTHONPATH:+:$PYTHONPATH} \
             OS_LOG_CAPTURE=1 \
             OS_STDOUT_CAPTURE=1 OS_STDERR_CAPTURE=1 \
-            "$python" -m unittest -v "$@") >"$log" 2>&1; then
+            "$interpreter" -m unittest -v "$@") >"$log" 2>&1; then
         summary+=("$label: $(grep -E '^Ran [0-9]+ tests?' "$log") OK")
         return 0
     fi
@@ -112,6 +125,8 @@ for project in "${projects[@]}"; do
         echo "-- $project: vermin -t=2.7- -t=3.5- on ${code[*]}"
         (cd "$tree" && vermin --no-tips --violations -t=2.7- -t=3.5- \
             "${code[@]}")
+        echo "-- $project: py_compile on Python 2.7"
+        (cd "$tree" && "$py27" -m py_compile "${code[@]}")
     fi
 
     pristine_tests=()
@@ -120,12 +135,30 @@ for project in "${projects[@]}"; do
             pristine_tests+=("$module")
         fi
     done
-    run_tests "$pristine" "$project-unpatched" "${pristine_tests[@]}" || true
-    run_tests "$tree" "$project-patched" "${tests[@]}" || true
+    run_tests "$python" "$pristine" "$project-unpatched" \
+        "${pristine_tests[@]}" || true
+    run_tests "$python" "$tree" "$project-patched" "${tests[@]}" || true
+    run_tests "$py27" "$pristine" "$project-unpatched-py27" \
+        "${pristine_tests[@]}" || true
+    run_tests "$py27" "$tree" "$project-patched-py27" "${tests[@]}" || true
+
+    if [ "$project" = glance_store ]; then
+        # The patched tree with the fastsheep plugin importable from this
+        # repository: both drivers' options in [glance_store].
+        extra_path=$root:$root/patches/tests
+        run_tests "$python" "$tree" "$project-patched+fastsheep" \
+            test_patched_tree_with_plugin || true
+        run_tests "$py27" "$tree" "$project-patched+fastsheep-py27" \
+            test_patched_tree_with_plugin || true
+        extra_path=
+    fi
 done
 
+version() {
+    "$1" -c 'import platform; print(platform.python_version())'
+}
 echo
-echo "== summary (Python $("$python" -c 'import platform; print(platform.python_version())'))"
+echo "== summary (Python $(version "$python"); -py27: Python $(version "$py27"))"
 printf '%s\n' "${summary[@]}"
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "FAILED: ${failed[*]}" >&2
