@@ -15,7 +15,8 @@ mkdir -p "$dest"
 # name==version --hash=sha256:HEX  ->  "name-version.tar.gz HEX"
 expected() {
     grep -v '^[[:space:]]*#' "$sources" | grep -v '^[[:space:]]*$' |
-        sed -E 's/^([^=]+)==([^ ]+) +--hash=sha256:([0-9a-f]{64}).*$/\1-\2.tar.gz \3/'
+        sed -E 's/^([^=]+)==([^ ]+) +--hash=sha256:([0-9a-f]{64}).*$/'\
+'\1-\2.tar.gz \3/'
 }
 
 verify() {

@@ -53,13 +53,12 @@ extra_path=
 
 run_tests() {
     # run_tests PYTHON TREE LABEL MODULE...
-    local interpreter=$1 tree=$2 label=$3 log
+    local interpreter=$1 tree=$2 label=$3 log path
     shift 3
     log=$work/logs/$label.log
+    path=$tree${extra_path:+:$extra_path}${PYTHONPATH:+:$PYTHONPATH}
     echo "-- $label: $interpreter -m unittest -v $*"
-    if (cd "$tree" && \
-            PYTHONPATH=$tree${extra_path:+:$extra_path}${PYTHONPATH:+:$PYTHONPATH} \
-            OS_LOG_CAPTURE=1 \
+    if (cd "$tree" && PYTHONPATH=$path OS_LOG_CAPTURE=1 \
             OS_STDOUT_CAPTURE=1 OS_STDERR_CAPTURE=1 \
             "$interpreter" -m unittest -v "$@") >"$log" 2>&1; then
         summary+=("$label: $(grep -E '^Ran [0-9]+ tests?' "$log") OK")
@@ -158,7 +157,8 @@ version() {
     "$1" -c 'import platform; print(platform.python_version())'
 }
 echo
-echo "== summary (Python $(version "$python"); -py27: Python $(version "$py27"))"
+echo "== summary (Python $(version "$python");" \
+    "-py27: Python $(version "$py27"))"
 printf '%s\n' "${summary[@]}"
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "FAILED: ${failed[*]}" >&2
