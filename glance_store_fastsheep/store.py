@@ -32,6 +32,7 @@ from glance_store import location
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_utils import excutils
+from oslo_utils import units
 
 from glance_store_fastsheep import dog_command
 from glance_store_fastsheep import download
@@ -45,6 +46,23 @@ LOG = logging.getLogger(__name__)
 SCHEMES = ('sheepdog', 'fastsheep')
 # glance_store 0.26.0 (Rocky) added hashing_algo and the 5-tuple result.
 MULTIHASH = hasattr(driver, 'back_compat_add')
+
+
+def store_conf(conf, backend_group):
+    """Where one store reads its options: an object with one per attribute.
+
+    Pike (single store): ``[glance_store]``. With ``enabled_backends``:
+    the backend id's group, read through glance_store's
+    ``BackendGroupConfiguration`` where it has one (as rbd does), so that
+    a value left unset there comes from ``[backend_defaults]``; older
+    multi-store releases read the backend's group alone.
+    """
+    if not backend_group:
+        return conf.glance_store
+    grafted = getattr(driver, 'BackendGroupConfiguration', None)
+    if grafted is None:
+        return getattr(conf, backend_group)
+    return grafted(opts.SHEEPDOG_OPTS, backend_group, conf=conf)
 
 
 def _hasher(algo):
@@ -70,10 +88,6 @@ class StoreLocation(location.StoreLocation):
     def get_uri(self):
         return 'sheepdog://%s:%d:%s' % (self.addr, self.port, self.image)
 
-    def _group(self):
-        return getattr(self.conf, getattr(self, 'backend_group', None) or
-                       'glance_store')
-
     def parse_uri(self, uri):
         for scheme in SCHEMES:
             prefix = scheme + '://'
@@ -90,7 +104,9 @@ class StoreLocation(location.StoreLocation):
                 self.port = dog_command.validate_port(pieces[1])
                 self.image = dog_command.validate_name(pieces[2])
             elif len(pieces) == 1:
-                group = self._group()
+                # Pike's StoreLocation has no backend_group.
+                group = store_conf(self.conf,
+                                   getattr(self, 'backend_group', None))
                 self.addr = dog_command.validate_address(
                     group.sheepdog_store_address)
                 self.port = dog_command.validate_port(
@@ -123,6 +139,7 @@ class Store(driver.Store):
         self.backend_group = backend
         self._settings = None
         self._register_options()
+        self.store_conf = store_conf(self.conf, backend)
 
     def _register_options(self):
         """Register every option that is not registered yet, one by one.
@@ -135,18 +152,20 @@ class Store(driver.Store):
         leave the options added here unregistered; one by one, only the
         duplicate is skipped.
         """
-        group = self.backend_group or 'glance_store'
-        for opt in self.OPTIONS:
-            try:
-                self.conf.register_opt(opt, group=group)
-            except cfg.DuplicateOptError:
-                pass
+        groups = [self.backend_group or 'glance_store']
+        shared = getattr(driver, 'SHARED_CONF_GROUP', None)
+        if self.backend_group and shared:
+            # [backend_defaults], which store_conf falls back to.
+            groups.append(shared)
+        for group in groups:
+            for opt in self.OPTIONS:
+                try:
+                    self.conf.register_opt(opt, group=group)
+                except cfg.DuplicateOptError:
+                    pass
 
     def get_schemes(self):
         return SCHEMES
-
-    def _group(self):
-        return getattr(self.conf, self.backend_group or 'glance_store')
 
     @property
     def settings(self):
@@ -154,7 +173,7 @@ class Store(driver.Store):
         if self._settings is None:
             try:
                 self._settings = settings_mod.Settings(
-                    self._group(), require_command=False)
+                    self.store_conf, require_command=False)
             except settings_mod.ConfigError as exc:
                 raise exceptions.BackendException(
                     'fastsheep store misconfigured: %s' % exc)
@@ -169,7 +188,7 @@ class Store(driver.Store):
         """
         name = self.backend_group or 'fastsheep'
         try:
-            current = settings_mod.Settings(self._group())
+            current = settings_mod.Settings(self.store_conf)
         except settings_mod.ConfigError as exc:
             LOG.error('fastsheep store %s: %s', name, exc)
             raise exceptions.BadStoreConfiguration(store_name=name,
@@ -194,7 +213,7 @@ class Store(driver.Store):
         LOG.info('fastsheep store %s: %s at %s:%d, read size %d, pipe %d, '
                  'chunk %d MiB, %d writes in flight', name, current.command,
                  current.address, current.port, current.read_size,
-                 current.pipe_size, current.chunk_size // opts.MIB,
+                 current.pipe_size, current.chunk_size // units.Mi,
                  current.write_concurrency)
 
     def _location(self, name, address, port):
