@@ -44,6 +44,9 @@ MAX_NAME_BYTES = 255
 _BAD_NAME = re.compile(r'[\x00-\x20\x7f\\:]')
 _HOSTNAME = re.compile(r'^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?\Z')
 
+# The CLI's name in older sheepdog releases.
+OLD_COMMAND = 'collie'
+
 # `vdi list -r` states of a VDI that can be read and written ('s' is a
 # snapshot of the same name, which is not what glance stored).
 _WRITABLE_STATES = ('=', 'c')
@@ -101,6 +104,17 @@ def _which(name):
     return None
 
 
+def command_names(configured):
+    """The names looked up on PATH for the configured command, in order.
+
+    The default, ``dog``, also finds the CLI under its older name,
+    ``collie``, which older sheepdog packages install.
+    """
+    if configured == opts.DEFAULT_COMMAND:
+        return (configured, OLD_COMMAND)
+    return (configured,)
+
+
 def find_command(configured):
     """Absolute path of the CLI, or None when it cannot be run.
 
@@ -114,10 +128,11 @@ def find_command(configured):
     if os.sep in configured:
         # A relative path would depend on the service's working directory.
         return None
-    found = _which(configured)
-    if found is None and configured == opts.DEFAULT_COMMAND:
-        found = _which(opts.FALLBACK_COMMAND)
-    return found
+    for name in command_names(configured):
+        found = _which(name)
+        if found is not None:
+            return found
+    return None
 
 
 def split_list_line(line):

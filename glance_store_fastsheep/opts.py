@@ -11,28 +11,38 @@
 # under the License.
 """Configuration options of the fastsheep store.
 
-The first three keep the names and defaults of the in-tree Pike sheepdog
-driver, so an existing ``[glance_store]`` section keeps working when an
-operator switches ``stores = sheepdog`` to ``stores = fastsheep``.
+``sheepdog_store_address``, ``_port``, ``_chunk_size`` and ``_read_size``
+are the options of glance_store's in-tree sheepdog driver (the last one
+only on a tree patched with ``patches/glance_store``), with the same names
+and defaults, so an existing ``[glance_store]`` section keeps working when
+an operator switches ``stores = sheepdog`` to ``stores = fastsheep``.
+Where glance_store has them, those four are the in-tree option objects
+themselves (see ``share_options``); every other option is this driver's.
 """
 
 from oslo_config import cfg
+from oslo_utils import units
 
-MIB = 1024 * 1024
 # Sheepdog stores a VDI as 4 MiB objects; transfers that start and end on
 # object boundaries never make two writers touch one object.
-OBJECT_SIZE = 4 * MIB
+OBJECT_SIZE = 4 * units.Mi
 
 DEFAULT_ADDR = '127.0.0.1'
 DEFAULT_PORT = 7000
 DEFAULT_CHUNK_SIZE = 64
-DEFAULT_READ_SIZE = MIB
-DEFAULT_PIPE_SIZE = MIB
+DEFAULT_READ_SIZE = units.Mi
+DEFAULT_PIPE_SIZE = units.Mi
 DEFAULT_WRITE_CONCURRENCY = 8
 DEFAULT_READ_CONCURRENCY = 1
 DEFAULT_READ_WINDOW = 16
 DEFAULT_COMMAND = 'dog'
-FALLBACK_COMMAND = 'collie'
+
+# The in-tree driver's options that this driver shares, by name: the
+# three of Pike's sheepdog driver and the read size that
+# patches/glance_store adds to it.
+SHARED_OPTION_NAMES = ('sheepdog_store_address', 'sheepdog_store_port',
+                       'sheepdog_store_chunk_size',
+                       'sheepdog_store_read_size')
 
 SHEEPDOG_OPTS = [
     cfg.IntOpt('sheepdog_store_chunk_size',
@@ -42,30 +52,50 @@ SHEEPDOG_OPTS = [
 Size, in MiB, of one ``dog vdi write`` call when uploading.
 
 Every chunk is written by its own ``dog vdi write NAME OFFSET LEN``
-process; up to ``sheepdog_store_write_concurrency`` of them run at once.
-Values that are not a multiple of the 4 MiB sheepdog object size are
-rounded up to one, so that no two writers ever share an object. When the
-image size is not known in advance (chunked upload) one chunk is held in
-memory before it is written, because a sheepdog VDI cannot be shrunk.
-Downloads do not use this option: one process streams the whole range.
+process; up to ``sheepdog_store_write_concurrency`` of them run at
+once. A value that is not a multiple of the 4 MiB sheepdog object size
+is rounded up to one, with a warning, so that no two writers ever
+share an object. When the image size is not known in advance (chunked
+upload) one chunk is held in memory before it is written, because a
+sheepdog VDI cannot be shrunk. Downloads do not use this option: one
+process streams the whole range. Same name and default as the in-tree
+Pike sheepdog driver.
 
-Same name and default as the in-tree Pike sheepdog driver.
+Possible values:
+    * A positive integer (MiB); multiples of 4 are used as given
+
+Related options:
+    * sheepdog_store_write_concurrency
+    * sheepdog_store_read_size
 """),
     cfg.PortOpt('sheepdog_store_port',
                 default=DEFAULT_PORT,
                 help="""
 Port of the sheep daemon that ``dog`` talks to (``dog -p``).
 
-Same name and default as the in-tree Pike sheepdog driver.
+New images are stored there and their locations carry this port. Same
+name and default as the in-tree Pike sheepdog driver.
+
+Possible values:
+    * A valid port number
+
+Related options:
+    * sheepdog_store_address
 """),
     cfg.HostAddressOpt('sheepdog_store_address',
                        default=DEFAULT_ADDR,
                        help="""
-Address (IPv4, IPv6 or host name) of the sheep daemon that ``dog`` talks
-to (``dog -a``). New images are stored there and their locations carry
-this address, so images written earlier stay readable after it changes.
+Address of the sheep daemon that ``dog`` talks to (``dog -a``).
 
-Same name and default as the in-tree Pike sheepdog driver.
+New images are stored there and their locations carry this address, so
+images written earlier stay readable after it changes. Same name and
+default as the in-tree Pike sheepdog driver.
+
+Possible values:
+    * An IPv4 address, an IPv6 address or a host name
+
+Related options:
+    * sheepdog_store_port
 """),
     cfg.IntOpt('sheepdog_store_read_size',
                min=4096,
@@ -77,30 +107,55 @@ downloads yield and that uploads hash and write.
 One preallocated buffer of this size is reused for the whole transfer.
 Under eventlet each piece costs at most one trip through the hub, so
 small values spend the CPU on the hub and large values hold it longer
-per piece (hashing a piece happens between two trips).
+per piece (hashing a piece happens between two trips). Same name and
+default as the option that patches/glance_store adds to the in-tree
+driver.
+
+Possible values:
+    * An integer of at least 4096 (bytes)
+
+Related options:
+    * sheepdog_store_pipe_size
+    * sheepdog_store_chunk_size
 """),
     cfg.IntOpt('sheepdog_store_pipe_size',
                min=0,
                default=DEFAULT_PIPE_SIZE,
                help="""
-Requested kernel buffer size, in bytes, of the pipes to and from ``dog``
-(``fcntl F_SETPIPE_SZ``). The default Linux pipe holds 64 KiB, which caps
-every read at 64 KiB. Unprivileged processes may not exceed
-``/proc/sys/fs/pipe-max-size`` (1 MiB by default); a refused request is
-logged once and the transfer goes on with the kernel's size. 0 keeps the
-kernel default.
+Requested kernel buffer size, in bytes, of the pipes to and from
+``dog`` (``fcntl F_SETPIPE_SZ``).
+
+The default Linux pipe holds 64 KiB, which caps every read at 64 KiB.
+Unprivileged processes may not exceed ``/proc/sys/fs/pipe-max-size``
+(1 MiB by default); a refused request is logged once and the transfer
+goes on with the kernel's size.
+
+Possible values:
+    * 0: keep the kernel's default size
+    * A positive integer (bytes)
+
+Related options:
+    * sheepdog_store_read_size
 """),
     cfg.IntOpt('sheepdog_store_write_concurrency',
                min=1,
                default=DEFAULT_WRITE_CONCURRENCY,
                help="""
-Maximum number of ``dog vdi write`` processes one upload keeps in flight.
+Maximum number of ``dog vdi write`` processes one upload keeps in
+flight.
 
 1 writes chunk after chunk, each waited on before the next one starts.
-Larger values overlap the start-up and commit time of each call with the
-transfer of the next chunks: the writers for the next chunks are started
-before their data arrives. A waiting writer costs a process and a pipe,
-not image memory (the data streams through one piece at a time).
+Larger values overlap the start-up and commit time of each call with
+the transfer of the next chunks: the writers for the next chunks are
+started before their data arrives. A waiting writer costs a process and
+a pipe, not image memory (the data streams through one piece at a
+time).
+
+Possible values:
+    * A positive integer
+
+Related options:
+    * sheepdog_store_chunk_size
 """),
     cfg.IntOpt('sheepdog_store_read_concurrency',
                min=1,
@@ -129,33 +184,52 @@ smaller ones lower the memory bound (concurrency x window).
     cfg.StrOpt('sheepdog_store_command',
                default=DEFAULT_COMMAND,
                help="""
-The sheepdog command line tool: a name looked up on ``PATH`` or an
-absolute path. With the default, ``dog``, the older name ``collie`` is
-used when no ``dog`` is on ``PATH``. The store refuses to enable uploads
-when the command cannot be found.
+The sheepdog command line tool.
+
+With the default, ``dog``, the older name ``collie`` is used when no
+``dog`` is on ``PATH``. The command is resolved to an absolute path
+when the store is configured; the store refuses to enable uploads when
+it cannot be found.
+
+Possible values:
+    * A command name looked up on ``PATH``
+    * An absolute path to an executable
+
+Related options:
+    * sheepdog_store_command_timeout
 """),
     cfg.FloatOpt('sheepdog_store_command_timeout',
                  min=1,
                  default=60.0,
                  help="""
-Seconds a control command (``vdi list``, ``create``, ``resize``,
-``delete``) may run before it is killed and the operation fails.
+Seconds a control command may run before it is killed.
+
+Control commands are ``vdi list``, ``create``, ``resize`` and
+``delete``; one that does not exit in time fails its operation.
+
+Possible values:
+    * A number of seconds, at least 1
+
+Related options:
+    * sheepdog_store_transfer_timeout
 """),
     cfg.FloatOpt('sheepdog_store_transfer_timeout',
                  min=1,
                  default=120.0,
                  help="""
-Seconds a ``vdi read`` or ``vdi write`` process may stay idle (no byte
-through its pipe, or no exit after the last byte) before it is killed and
-the transfer fails. It bounds a stall, not the length of a transfer.
+Seconds a ``vdi read`` or ``vdi write`` process may stay idle.
+
+Idle means no byte through its pipe, or no exit after the last byte;
+the process is then killed and the transfer fails. It bounds a stall,
+not the length of a transfer.
+
+Possible values:
+    * A number of seconds, at least 1
+
+Related options:
+    * sheepdog_store_command_timeout
 """),
 ]
-
-for _opt in SHEEPDOG_OPTS:
-    # Written as indented blocks above; the generated sample wants them
-    # without the surrounding blank lines.
-    _opt.help = _opt.help.strip()
-del _opt
 
 
 def _in_tree_options():
@@ -163,11 +237,11 @@ def _in_tree_options():
 
     Pike's ``glance_store.register_opts`` registers the options of every
     ``glance_store.drivers`` entry point in ``[glance_store]`` before any
-    store is built. The in-tree driver and this one both own
-    ``sheepdog_store_address``, ``_port`` and ``_chunk_size``; two
-    different option objects under one name make oslo.config raise
-    DuplicateOptError there, and glance-api would not start. Sharing the
-    in-tree objects makes the second registration a no-op.
+    store is built. The in-tree driver and this one both own the options
+    of SHARED_OPTION_NAMES; two different option objects under one name
+    make oslo.config raise DuplicateOptError there, and glance-api would
+    not start. Sharing the in-tree objects makes the second registration
+    a no-op.
     """
     try:
         from glance_store._drivers import sheepdog as in_tree
@@ -178,8 +252,14 @@ def _in_tree_options():
 
 
 def share_options(own_opts, in_tree_opts):
-    """own_opts with each same-named option replaced by the in-tree one."""
-    by_name = dict((opt.dest, opt) for opt in in_tree_opts)
+    """own_opts, with the in-tree object for each of SHARED_OPTION_NAMES.
+
+    Only those names: any other in-tree option of the same name (a tree
+    patched further than patches/glance_store) keeps this driver's object,
+    so that its default and bounds are the ones documented here.
+    """
+    by_name = dict((opt.dest, opt) for opt in in_tree_opts
+                   if opt.dest in SHARED_OPTION_NAMES)
     return [by_name.get(opt.dest, opt) for opt in own_opts]
 
 

@@ -19,6 +19,7 @@ Read once per ``configure()`` from whichever group holds them
 import os
 
 from oslo_log import log as logging
+from oslo_utils import units
 
 from glance_store_fastsheep import dog_command
 from glance_store_fastsheep import opts
@@ -38,16 +39,23 @@ def _objects_in_bytes(group, name):
     with a warning, rather than refused.
     """
     mib = getattr(group, name)
-    wanted = mib * opts.MIB
+    wanted = mib * units.Mi
     rounded = -(-wanted // opts.OBJECT_SIZE) * opts.OBJECT_SIZE
     if rounded != wanted:
         LOG.warning('%s %d MiB is not a multiple of the 4 MiB sheepdog '
                     'object size; using %d MiB', name, mib,
-                    rounded // opts.MIB)
+                    rounded // units.Mi)
     return rounded
 
 
 class Settings(object):
+    """Option values in the units the transfers use.
+
+    Bounds are oslo.config's (each option's ``min``/``max``); what is
+    checked here is what oslo.config cannot express: an address and a
+    port ``dog`` will take as one argument each, and a command that
+    exists.
+    """
 
     def __init__(self, group, require_command=True):
         try:
@@ -59,27 +67,13 @@ class Settings(object):
         self.chunk_size = _objects_in_bytes(group,
                                             'sheepdog_store_chunk_size')
         self.read_size = group.sheepdog_store_read_size
-        if self.read_size < 4096:
-            raise ConfigError('sheepdog_store_read_size must be at least '
-                              '4096 bytes, not %d' % self.read_size)
         self.pipe_size = group.sheepdog_store_pipe_size
-        if self.pipe_size < 0:
-            raise ConfigError('sheepdog_store_pipe_size must not be '
-                              'negative')
         self.write_concurrency = group.sheepdog_store_write_concurrency
-        if self.write_concurrency < 1:
-            raise ConfigError('sheepdog_store_write_concurrency must be at '
-                              'least 1')
         self.read_concurrency = group.sheepdog_store_read_concurrency
-        if self.read_concurrency < 1:
-            raise ConfigError('sheepdog_store_read_concurrency must be at '
-                              'least 1')
         self.read_window = _objects_in_bytes(group,
                                              'sheepdog_store_read_window')
         self.command_timeout = group.sheepdog_store_command_timeout
         self.transfer_timeout = group.sheepdog_store_transfer_timeout
-        if self.command_timeout <= 0 or self.transfer_timeout <= 0:
-            raise ConfigError('sheepdog store timeouts must be positive')
         configured = group.sheepdog_store_command
         command = dog_command.find_command(configured)
         if command is None:
@@ -87,11 +81,8 @@ class Settings(object):
                 if os.path.isabs(configured):
                     where = 'is not an executable file'
                 else:
-                    names = [configured]
-                    if configured == opts.DEFAULT_COMMAND:
-                        names.append(opts.FALLBACK_COMMAND)
                     where = 'not found (looked for %s on PATH)' % (
-                        ' and '.join(names))
+                        ' and '.join(dog_command.command_names(configured)))
                 raise ConfigError('sheepdog command %r %s'
                                   % (configured, where))
             command = configured

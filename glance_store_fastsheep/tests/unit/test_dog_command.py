@@ -216,3 +216,12 @@ class CliRunTest(base.BaseTestCase):
         exc = self.assertRaises(exceptions.BackendException, gone.run,
                                 'list', '127.0.0.1', 7000)
         self.assertIn('cannot run', str(exc))
+
+
+class CommandNamesTest(base.BaseTestCase):
+
+    def test_default_falls_back_to_collie(self):
+        self.assertEqual(('dog', 'collie'), dog_command.command_names('dog'))
+
+    def test_other_names_have_no_fallback(self):
+        self.assertEqual(('mydog',), dog_command.command_names('mydog'))

@@ -54,3 +54,77 @@ class TestOptionRegistration(base.BaseTestCase):
         names = [opt.dest for opt in listed]
         self.assertEqual(len(names), len(set(names)))
         self.assertIn('sheepdog_store_write_concurrency', names)
+
+
+class TestSharedOptions(base.BaseTestCase):
+
+    def test_only_the_named_options_are_shared(self):
+        # A tree patched further than patches/glance_store may own more
+        # sheepdog_store_* options: those keep this driver's objects.
+        theirs = [cfg.HostAddressOpt('sheepdog_store_address',
+                                     default='127.0.0.1'),
+                  cfg.IntOpt('sheepdog_store_read_size', default=1 << 20),
+                  cfg.IntOpt('sheepdog_store_pipe_size', default=1)]
+        shared = opts.share_options(opts.SHEEPDOG_OPTS, theirs)
+        by_name = dict((opt.dest, opt) for opt in shared)
+        self.assertIs(theirs[0], by_name['sheepdog_store_address'])
+        self.assertIs(theirs[1], by_name['sheepdog_store_read_size'])
+        self.assertIsNot(theirs[2], by_name['sheepdog_store_pipe_size'])
+        self.assertEqual(opts.DEFAULT_PIPE_SIZE,
+                         by_name['sheepdog_store_pipe_size'].default)
+        self.assertEqual([opt.dest for opt in opts.SHEEPDOG_OPTS],
+                         [opt.dest for opt in shared])
+
+    def test_shared_names_are_the_in_tree_ones(self):
+        self.assertEqual(
+            set(['sheepdog_store_address', 'sheepdog_store_port',
+                 'sheepdog_store_chunk_size', 'sheepdog_store_read_size']),
+            set(opts.SHARED_OPTION_NAMES))
+
+    def test_in_tree_defaults_are_ours(self):
+        # One default per option: whichever object glance_store
+        # registers first, an operator gets the documented default.
+        expected = {'sheepdog_store_address': opts.DEFAULT_ADDR,
+                    'sheepdog_store_port': opts.DEFAULT_PORT,
+                    'sheepdog_store_chunk_size': opts.DEFAULT_CHUNK_SIZE,
+                    'sheepdog_store_read_size': opts.DEFAULT_READ_SIZE}
+        for opt in opts._in_tree_options():
+            if opt.dest in expected:
+                self.assertEqual(expected[opt.dest], opt.default, opt.dest)
+        for opt in opts.SHEEPDOG_OPTS:
+            if opt.dest in expected:
+                self.assertEqual(expected[opt.dest], opt.default, opt.dest)
+
+
+class TestOptionHelp(base.BaseTestCase):
+
+    def test_upstream_layout(self):
+        # glance_store's own layout: a one-line summary, a blank line,
+        # then "Possible values:" and "Related options:" as bullets.
+        own = [opt for opt in opts.SHEEPDOG_OPTS
+               if opt.dest not in opts.SHARED_OPTION_NAMES or
+               not opts._in_tree_options()]
+        for opt in own:
+            if opt.dest in ('sheepdog_store_read_concurrency',
+                            'sheepdog_store_read_window'):
+                continue  # the read-ahead options' help is written apart
+            lines = opt.help.strip().splitlines()
+            self.assertTrue(lines[0].strip(), opt.dest)
+            self.assertIn('', lines, opt.dest)
+            possible = lines.index('Possible values:')
+            related = lines.index('Related options:')
+            self.assertLess(possible, related, opt.dest)
+            self.assertTrue(lines[possible + 1].lstrip().startswith('* '),
+                            opt.dest)
+            self.assertTrue(lines[related + 1].lstrip().startswith('* '),
+                            opt.dest)
+
+    def test_bounds_are_oslo_config_ones(self):
+        conf = cfg.ConfigOpts()
+        conf.register_opts(opts.SHEEPDOG_OPTS, group='glance_store')
+        for name, value in (('sheepdog_store_write_concurrency', 0),
+                            ('sheepdog_store_read_size', 4095),
+                            ('sheepdog_store_pipe_size', -1),
+                            ('sheepdog_store_transfer_timeout', 0.5)):
+            self.assertRaises(ValueError, conf.set_override, name, value,
+                              group='glance_store')
