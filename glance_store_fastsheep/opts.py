@@ -120,6 +120,9 @@ Related options:
 """),
     cfg.IntOpt('sheepdog_store_pipe_size',
                min=0,
+               # F_SETPIPE_SZ takes an unsigned int and Linux refuses
+               # more than 2 GiB; a larger value would be truncated.
+               max=1 << 31,
                default=DEFAULT_PIPE_SIZE,
                help="""
 Requested kernel buffer size, in bytes, of the pipes to and from
@@ -132,7 +135,7 @@ goes on with the kernel's size.
 
 Possible values:
     * 0: keep the kernel's default size
-    * A positive integer (bytes)
+    * A positive integer (bytes), at most 2 GiB (Linux's limit)
 
 Related options:
     * sheepdog_store_read_size

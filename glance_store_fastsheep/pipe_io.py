@@ -31,29 +31,25 @@ from glance_store_fastsheep import hub_safe
 
 LOG = logging.getLogger(__name__)
 
-# Linux values; Python < 3.10 has no names for them.
+# The Linux value; Python < 3.10 has no name for it.
 F_SETPIPE_SZ = getattr(fcntl, 'F_SETPIPE_SZ', 1031)
-F_GETPIPE_SZ = getattr(fcntl, 'F_GETPIPE_SZ', 1032)
 
 _refusal_logged = []
 
 
 def set_pipe_size(fd, size):
-    """Ask for a size-byte pipe buffer; return the size actually in use."""
-    if size:
-        try:
-            fcntl.fcntl(fd, F_SETPIPE_SZ, size)
-        except (IOError, OSError) as exc:
-            if not _refusal_logged:
-                _refusal_logged.append(True)
-                LOG.warning('The kernel refused a %d byte pipe (%s); '
-                            'transfers use its default pipe size. See '
-                            '/proc/sys/fs/pipe-max-size and '
-                            'sheepdog_store_pipe_size.', size, exc)
+    """Ask for a size-byte pipe buffer; keep the kernel's on a refusal."""
+    if not size:
+        return
     try:
-        return fcntl.fcntl(fd, F_GETPIPE_SZ)
-    except (IOError, OSError):
-        return None
+        fcntl.fcntl(fd, F_SETPIPE_SZ, size)
+    except (IOError, OSError) as exc:
+        if not _refusal_logged:
+            _refusal_logged.append(True)
+            LOG.warning('The kernel refused a %d byte pipe (%s); '
+                        'transfers use its default pipe size. See '
+                        '/proc/sys/fs/pipe-max-size and '
+                        'sheepdog_store_pipe_size.', size, exc)
 
 
 def set_blocking(fd, blocking):

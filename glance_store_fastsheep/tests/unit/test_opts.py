@@ -125,6 +125,8 @@ class TestOptionHelp(base.BaseTestCase):
         for name, value in (('sheepdog_store_write_concurrency', 0),
                             ('sheepdog_store_read_size', 4095),
                             ('sheepdog_store_pipe_size', -1),
+                            # F_SETPIPE_SZ would truncate it to 4096.
+                            ('sheepdog_store_pipe_size', 1 << 32),
                             ('sheepdog_store_transfer_timeout', 0.5)):
             self.assertRaises(ValueError, conf.set_override, name, value,
                               group='glance_store')
