@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Current ceilometer's gnocchi publisher with O(1) metric/event lookups.
+"""Current ceilometer's gnocchi publisher with O(1) event type lookups.
 
 Every query option of ``gnocchi://`` is parsed by the parent class, so
 ``gnocchi-metriccache://?filter_project=...&archive_policy=...`` means
@@ -20,25 +20,28 @@ what it means for ``gnocchi://``. Only importable where
 from ceilometer.publisher import gnocchi
 
 from ceilometer_metriccache import index
+from ceilometer_metriccache import opts
 from ceilometer_metriccache import wiring
 
 
 class MetricCachePublisher(gnocchi.GnocchiPublisher):
-    """GnocchiPublisher that honours wildcards without an fnmatch loop."""
+    """GnocchiPublisher with indexed event types and bounded name sets.
+
+    Metric names keep upstream's semantics (its own ``metric_map``: literal
+    names, last definition wins) unless ``[metriccache] wildcard_metrics``
+    asks for Pike's (patterns, first match in file order).
+    """
 
     def __init__(self, conf, parsed_url):
         super(MetricCachePublisher, self).__init__(conf, parsed_url)
-        wiring.install(self, conf)
-        # Upstream's metric_map holds literal names only (last definition
-        # wins on duplicates); this one follows file order and patterns.
-        self.metric_map = index.MetricMap(self.metric_index.metrics)
-        # Bound on the instance: no Python frame per event (see the
-        # method below for what it answers).
+        opts.register_opts(conf)
+        wildcards = conf[opts.GROUP].wildcard_metrics
+        wiring.install(self, conf, metric_patterns=wildcards)
+        if wildcards:
+            # Upstream's _is_swift_account_sample reads metric_map too, so
+            # it follows the same semantics.
+            self.metric_map = index.metric_map(self.metric_index.metrics)
+        # Upstream's _get_resource_definition_from_event runs an fnmatch
+        # loop per event; the index's C-level lookup gives its answers.
         self._get_resource_definition_from_event = (
             self.metric_index.event_lookup)
-
-    def _get_resource_definition_from_event(self, event_type):
-        return self.metric_index.event(event_type)
-
-    def _is_swift_account_sample(self, sample):
-        return self.metric_index.is_swift_account(sample.name)

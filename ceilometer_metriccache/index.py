@@ -24,12 +24,15 @@ computed once:
   in a bounded LRU map.
 
 Patterns are compiled here, once, with the same translation fnmatch uses,
-so no global regex cache of fnmatch or re is involved.
+so no global regex cache of fnmatch or re is involved. A pattern Python
+2.7's re rejects (a reversed range such as ``[z-a]``) matches nothing on
+every interpreter and is logged once, with its definition.
 """
 
 import fnmatch
 import os
 import re
+import warnings
 
 from oslo_log import log
 import six
@@ -52,8 +55,68 @@ def is_pattern(entry):
     return _WILDCARD.search(entry) is not None
 
 
+def _bracket_sets(pattern):
+    """Each ``[...]`` set of a pattern as Python 2.7's fnmatch writes it.
+
+    Same scan as fnmatch.translate: an unclosed ``[`` is a literal, a
+    leading ``!`` negates, a ``]`` right after ``[`` or ``[!`` is a member.
+    """
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        i += 1
+        if c != '[':
+            continue
+        j = i
+        if j < n and pattern[j] == '!':
+            j += 1
+        if j < n and pattern[j] == ']':
+            j += 1
+        while j < n and pattern[j] != ']':
+            j += 1
+        if j >= n:
+            continue
+        stuff = pattern[i:j].replace('\\', '\\\\')
+        i = j + 1
+        if stuff[0] == '!':
+            stuff = '^' + stuff[1:]
+        elif stuff[0] == '^':
+            stuff = '\\' + stuff
+        yield '[%s]' % stuff
+
+
+def pattern_problem(pattern):
+    """Why re rejects this fnmatch pattern on Python 2.7, or None.
+
+    Python 2.7's fnmatch raises on a set with a reversed range such as
+    ``[z-a]``, while 3.x quietly drops the range (``[z-a]`` then matches
+    nothing, ``[!z-a]`` everything). Checking every set the 2.7 way, on
+    whichever interpreter runs, gives one verdict on both.
+    """
+    try:
+        with warnings.catch_warnings():
+            # 3.7+ warns about sets such as [[; translate() warns again.
+            warnings.simplefilter('ignore', FutureWarning)
+            for bracket in _bracket_sets(pattern):
+                re.compile(bracket)
+        re.compile(fnmatch.translate(os.path.normcase(pattern)))
+    except re.error as exc:
+        return str(exc)
+    return None
+
+
+def _matches_nothing(name):
+    return False
+
+
 def compile_pattern(pattern):
-    """A matcher equal to ``fnmatch.fnmatch(name, pattern)``."""
+    """A matcher equal to ``fnmatch.fnmatch(name, pattern)``.
+
+    A pattern ``pattern_problem`` rejects matches nothing, on every
+    interpreter, instead of raising while the index is built.
+    """
+    if pattern_problem(pattern) is not None:
+        return _matches_nothing
     match = re.compile(fnmatch.translate(os.path.normcase(pattern))).match
     normcase = os.path.normcase
 
@@ -222,21 +285,52 @@ class PatternMetrics(dict):
         return metrics
 
 
-class DefinitionIndex(object):
-    """The lookups of a list of gnocchi resource definitions."""
+# (resource type, field, entry) of every bad pattern already logged: the
+# Pike sample and event dispatchers, or several publishers, each build an
+# index over the same file at start-up; the operator needs one line.
+_LOGGED_BAD_PATTERNS = set()
 
-    def __init__(self, definitions, memo_size):
+
+def _log_bad_pattern(rd, field, entry):
+    problem = pattern_problem(entry) if is_pattern(entry) else None
+    if problem is None:
+        return
+    key = (rd.cfg.get('resource_type'), field, entry)
+    if key in _LOGGED_BAD_PATTERNS:
+        return
+    _LOGGED_BAD_PATTERNS.add(key)
+    LOG.warning('Gnocchi resource definition %(type)s: %(field)s entry '
+                '%(entry)r is not a valid pattern (%(problem)s); it matches '
+                'nothing', {'type': key[0], 'field': field, 'entry': entry,
+                            'problem': problem})
+
+
+class DefinitionIndex(object):
+    """The lookups of a list of gnocchi resource definitions.
+
+    ``metric_patterns`` builds the metric lookups with Pike's semantics
+    (wildcards, first match in file order); without it only event types
+    are indexed and metric names are left to upstream's own code.
+    """
+
+    def __init__(self, definitions, memo_size, metric_patterns=True):
         self.definitions = list(definitions)
         self.memo_size = memo_size
         metrics = []
         events = []
         for rd in self.definitions:
             for entry in metric_entries(rd):
+                if metric_patterns:
+                    _log_bad_pattern(rd, 'metrics', entry)
                 metrics.append((entry, rd, rd.metrics.get(entry)))
             for entry, operation in event_entries(rd):
+                _log_bad_pattern(rd, 'event_' + operation, entry)
                 events.append((entry, (rd, operation), None))
-        self.metrics = _build(metrics, memo_size)
         self.events = _build(events, memo_size)
+        self.metrics = self.swift_accounts = None
+        if not metric_patterns:
+            return
+        self.metrics = _build(metrics, memo_size)
         self.swift_accounts = _build(
             [m for m in metrics if m[1].cfg['resource_type'] ==
              'swift_account'], memo_size)
@@ -244,28 +338,19 @@ class DefinitionIndex(object):
             if any(is_pattern(n) for n in metric_entries(rd)):
                 rd.metrics = PatternMetrics(rd, self.metrics)
 
-    def metric(self, name):
-        """The definition the fnmatch loop would return, or None."""
-        return self.metrics[name]
-
     @property
     def metric_lookup(self):
-        """``metric`` as a C-level callable, for the per-sample path."""
+        """Name -> the definition Pike's fnmatch loop returns, or None.
+
+        A C-level callable (see ``_Table.lookup``): the per-sample path
+        pays no Python frame for a literal name.
+        """
         return self.metrics.lookup
 
     @property
     def event_lookup(self):
-        """``event`` as a C-level callable (see ``metric_lookup``)."""
+        """Event type -> (definition, operation) upstream's loop returns."""
         return self.events.lookup
-
-    def event(self, event_type):
-        """(definition, operation) the fnmatch loop would return, or None."""
-        return self.events[event_type]
-
-    def is_swift_account(self, name):
-        """Current semantics: the definition name resolves to is one."""
-        rd = self.metrics[name]
-        return rd is not None and rd.cfg['resource_type'] == 'swift_account'
 
     def any_swift_account(self, name):
         """Pike semantics: some swift_account definition matches name."""
@@ -281,9 +366,6 @@ class MetricMap(object):
 
     def __init__(self, table):
         self._table = table
-        if not table.pattern_count:
-            # Same answers, without a Python frame per sample.
-            self.get = table.get
 
     def get(self, name, default=None):
         rd = self._table[name]
@@ -295,5 +377,13 @@ class MetricMap(object):
             raise KeyError(name)
         return rd
 
-    def __contains__(self, name):
-        return self._table[name] is not None
+
+def metric_map(table):
+    """A ``metric_map`` with Pike's semantics over a metric table.
+
+    Without patterns in the file a plain dict of the literal names (first
+    definition wins, as in Pike) answers alike, at dict speed.
+    """
+    if table.pattern_count:
+        return MetricMap(table)
+    return dict(table)

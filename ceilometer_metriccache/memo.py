@@ -12,17 +12,20 @@
 """A bounded, thread-safe least-recently-used map.
 
 Metric names and event types arrive from outside ceilometer's control, so
-anything remembered per name must stay bounded: this map evicts the least
-recently used entry one at a time, never everything at once (clearing the
-whole cache when full is what made oslo.utils' fallback fnmatch thrash).
+anything remembered per name must stay bounded: cachetools' LRUCache
+(a ceilometer requirement since before Pike) evicts the least recently
+used entry one at a time, never everything at once (clearing the whole
+cache when full is what made oslo.utils' fallback fnmatch thrash).
 
-One lock guards every operation and nothing inside the lock can block or
-yield, so the map is safe under native threads and under eventlet (whether
-or not ``threading`` was monkey-patched before this module was imported).
+LRUCache is not thread-safe (a read reorders it), so one lock guards every
+operation; nothing inside the lock can block or yield, so the map is safe
+under native threads and under eventlet (whether or not ``threading`` was
+monkey-patched before this module was imported).
 """
 
-import collections
 import threading
+
+import cachetools
 
 
 class BoundedMemo(object):
@@ -32,34 +35,25 @@ class BoundedMemo(object):
         maxsize = int(maxsize)
         if maxsize < 1:
             raise ValueError('maxsize must be at least 1, got %r' % maxsize)
-        self.maxsize = maxsize
-        # OrderedDict is in 2.7 and 3.1+; vermin counts 3.0 as a target.
-        self._data = collections.OrderedDict()  # novermin
+        self._cache = cachetools.LRUCache(maxsize)
         self._lock = threading.Lock()
-        # Python 3 moves an entry to the end in C; Python 2.7's
-        # OrderedDict has no move_to_end, pop and re-insert does the same.
-        self._move_to_end = getattr(self._data, 'move_to_end', None)
+
+    @property
+    def maxsize(self):
+        return self._cache.maxsize
 
     def __len__(self):
-        return len(self._data)
+        return len(self._cache)
 
     def __contains__(self, key):
+        """Whether key is remembered; does not count as a use."""
         with self._lock:
-            return key in self._data
+            return key in self._cache
 
     def get(self, key, default=None):
         """Return the value for key and mark it most recently used."""
         with self._lock:
-            try:
-                value = self._data[key]
-            except KeyError:
-                return default
-            if self._move_to_end is not None:
-                self._move_to_end(key)
-            else:
-                del self._data[key]
-                self._data[key] = value
-            return value
+            return self._cache.get(key, default)
 
     def put(self, key, value):
         """Store key, evicting the least recently used entry when full.
@@ -69,27 +63,11 @@ class BoundedMemo(object):
         mutate the value share one object.
         """
         with self._lock:
-            if key in self._data:
-                return self._data[key]
-            while len(self._data) >= self.maxsize:
-                self._data.popitem(last=False)
-            self._data[key] = value
-            return value
-
-    def add(self, key):
-        """Remember key; True when it was not remembered already."""
-        with self._lock:
-            if key in self._data:
-                return False
-            while len(self._data) >= self.maxsize:
-                self._data.popitem(last=False)
-            self._data[key] = True
-            return True
-
-    def keys(self):
-        """Snapshot of the keys, least recently used first."""
-        with self._lock:
-            return list(self._data)
+            try:
+                return self._cache[key]
+            except KeyError:
+                self._cache[key] = value
+                return value
 
 
 class BoundedNameSet(object):
@@ -99,24 +77,18 @@ class BoundedNameSet(object):
     distinct unknown names that set grows without limit. This keeps the
     ``in`` / ``add`` interface upstream code uses, within a bound: a name
     is warned about again only after ``maxsize`` other names pushed it out.
+    As with upstream's set, two threads seeing a new name at the same
+    moment may both warn: ``in`` only reads.
     """
 
     def __init__(self, maxsize):
         self._memo = BoundedMemo(maxsize)
 
-    @property
-    def maxsize(self):
-        return self._memo.maxsize
-
     def __contains__(self, name):
-        # Upstream checks, warns, then adds; the agent's threads run that
-        # concurrently, so two of them could both pass the check and warn
-        # twice (seen with the real agent). The first check claims the
-        # name: exactly one caller sees it missing.
-        return not self._memo.add(name)
+        return name in self._memo
 
     def __len__(self):
         return len(self._memo)
 
     def add(self, name):
-        self._memo.add(name)
+        self._memo.put(name, True)

@@ -19,15 +19,44 @@ OPTS = [
     cfg.IntOpt('memo_size',
                default=10000,
                min=16,
-               help='How many metric names, and separately how many event '
-                    'types, that are not listed literally in the gnocchi '
-                    'resource definitions file are remembered with their '
-                    'resolved definition (or with "no definition"). The '
-                    'least recently used name is forgotten first. Also '
-                    'bounds how many unhandled names are remembered as '
-                    'already logged. Names listed literally in the file '
-                    'are always resolved by a dict lookup and do not count. '
-                    'About 200 bytes per entry.'),
+               help="""
+How many names the plugin remembers, per kind.
+
+Metric names and event types that no entry of the gnocchi resource
+definitions file lists literally are resolved against its patterns once
+and remembered with the answer ("no definition" included); the least
+recently used name is forgotten first. The same bound applies to the names
+remembered as already logged as not handled. Names listed literally are
+resolved by a dict lookup and do not count. About 200 bytes per entry.
+
+Possible values:
+    * An integer of at least 16.
+
+Related options:
+    * ``wildcard_metrics``: on current ceilometer, metric names are only
+      resolved against patterns when it is set.
+"""),
+    cfg.BoolOpt('wildcard_metrics',
+                default=False,
+                help="""
+Match metric names against wildcard entries (current ceilometer only).
+
+Since Queens, ceilometer's gnocchi publisher treats every entry of the
+``metrics`` of a resource definition as a literal metric name, and a name
+listed in several definitions goes to the last one. That is what the
+``gnocchi-metriccache`` publisher does by default. Set this to restore
+Pike's semantics: fnmatch patterns such as ``hardware.ipmi.*`` match
+metric names, and the first definition in file order that matches wins.
+On Pike (ceilometer 9.x) the dispatcher always has Pike's semantics and
+this option is ignored.
+
+Possible values:
+    * False: upstream's current semantics, literal names, last one wins.
+    * True: Pike's semantics, wildcards, first match in file order.
+
+Related options:
+    * ``memo_size``: bounds the names resolved against patterns.
+"""),
 ]
 
 

@@ -22,14 +22,18 @@ from ceilometer_metriccache import memo
 from ceilometer_metriccache import opts
 
 
-def install(host, conf):
-    """Index ``host.resources_definition`` and bound its logged-name sets."""
+def install(host, conf, metric_patterns):
+    """Index ``host.resources_definition`` and bound its logged-name sets.
+
+    ``metric_patterns``: index metric names with Pike's semantics too (see
+    ``index.DefinitionIndex``); event types are always indexed.
+    """
     opts.register_opts(conf)
     memo_size = conf[opts.GROUP].memo_size
     host.resources_definition = index.usable_definitions(
         host.resources_definition)
-    host.metric_index = index.DefinitionIndex(host.resources_definition,
-                                              memo_size)
+    host.metric_index = index.DefinitionIndex(
+        host.resources_definition, memo_size, metric_patterns)
     host._already_logged_metric_names = memo.BoundedNameSet(memo_size)
     host._already_logged_event_types = memo.BoundedNameSet(memo_size)
     return host.metric_index

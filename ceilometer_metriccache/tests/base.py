@@ -21,12 +21,12 @@ differences the tests do not care about.
 import fnmatch
 import logging
 import os
-import types
 
 import fixtures
 from oslo_config import cfg
 from oslo_utils import netutils
 from oslotest import base as oslo_base
+import six
 from stevedore import extension
 import yaml
 
@@ -76,17 +76,31 @@ def make_definition(cfg_dict, archive_policy='low'):
                                            plugin_manager())
 
 
+class _Host(object):
+    """Just what upstream's lookup methods read from ``self``."""
+
+    def __init__(self, definitions):
+        self.resources_definition = definitions
+
+
+def _upstream_function(cls, name):
+    """Upstream's method as a plain function (2.7 binds it to cls)."""
+    return six.get_unbound_function(getattr(cls, name))
+
+
 def upstream_metric_loop(definitions, name):
-    """The fnmatch loop: Pike's own code, or the same loop on current.
+    """Pike's fnmatch loop: Pike's own code, or its semantics on current.
 
     Current ceilometer no longer has the loop (8099a9491 replaced it by a
-    dict of literal names), so there the Pike semantics are spelled out:
+    dict of literal names); there it is what ``[metriccache]
+    wildcard_metrics`` opts into, so the Pike semantics are spelled out:
     first definition, in file order, with an entry fnmatch accepts.
+    ``tox -e pike`` checks the same index against Pike's own loop.
     """
     if PIKE:
-        host = types.SimpleNamespace(resources_definition=definitions)
-        return host_module.GnocchiDispatcher.\
-            _get_resource_definition_from_metric(host, name)
+        return _upstream_function(host_module.GnocchiDispatcher,
+                                  '_get_resource_definition_from_metric')(
+            _Host(definitions), name)
     for rd in definitions:
         for entry in rd.cfg['metrics']:
             if fnmatch.fnmatch(name, entry):
@@ -96,19 +110,41 @@ def upstream_metric_loop(definitions, name):
 
 def upstream_event_loop(definitions, event_type):
     """Upstream's own event loop (still a loop in current ceilometer)."""
-    host = types.SimpleNamespace(resources_definition=definitions)
     cls = (host_module.GnocchiDispatcher if PIKE
            else host_module.GnocchiPublisher)
-    return cls._get_resource_definition_from_event(host, event_type)
+    return _upstream_function(cls, '_get_resource_definition_from_event')(
+        _Host(definitions), event_type)
 
 
 def upstream_is_swift(definitions, name):
-    if PIKE:
-        host = types.SimpleNamespace(resources_definition=definitions)
-        return host_module.GnocchiDispatcher._is_swift_account_sample(
-            host, {'counter_name': name})
-    rd = upstream_metric_loop(definitions, name)
-    return rd is not None and rd.cfg['resource_type'] == 'swift_account'
+    """Pike's own answer: does any swift_account definition match name."""
+    return _upstream_function(host_module.GnocchiDispatcher,
+                              '_is_swift_account_sample')(
+        _Host(definitions), {'counter_name': name})
+
+
+class _FnmatchModule(object):
+    """What upstream calls as ``fnmatch.fnmatch``, minus some patterns."""
+
+    def __init__(self, matches_nothing):
+        self._matches_nothing = frozenset(matches_nothing)
+
+    def fnmatch(self, name, pattern):
+        if pattern in self._matches_nothing:
+            return False
+        return fnmatch.fnmatch(name, pattern)
+
+
+def bad_patterns_match_nothing(patterns):
+    """Upstream's loops, with these patterns matching nothing.
+
+    The contract for a pattern Python 2.7's re rejects: 2.7's fnmatch
+    raises and 3.x reads it its own way; the plugin makes it match
+    nothing on both, so the oracle is upstream's code with that one
+    difference.
+    """
+    return fixtures.MockPatch(host_module.__name__ + '.fnmatch',
+                              _FnmatchModule(patterns))
 
 
 class TestCase(oslo_base.BaseTestCase):
@@ -134,7 +170,8 @@ class TestCase(oslo_base.BaseTestCase):
             module + '.gnocchi_client.get_gnocchiclient',
             return_value=client))
 
-    def make_conf(self, resources_file=None, memo_size=None):
+    def make_conf(self, resources_file=None, memo_size=None,
+                  wildcard_metrics=None):
         """A ceilometer configuration for the installed release."""
         if PIKE:
             from ceilometer.dispatcher import gnocchi_opts
@@ -150,7 +187,7 @@ class TestCase(oslo_base.BaseTestCase):
         else:
             from ceilometer import service
             conf = service.prepare_service([], [])
-        self._set_memo(conf, memo_size)
+        self._set_plugin_opts(conf, memo_size, wildcard_metrics)
         return conf
 
     @staticmethod
@@ -160,23 +197,27 @@ class TestCase(oslo_base.BaseTestCase):
             url += '&resources_definition_file=' + resources_file
         return url + query
 
-    def make_host(self, cls=None, resources_file=None, memo_size=None):
+    def make_host(self, cls=None, resources_file=None, memo_size=None,
+                  wildcard_metrics=None):
         """The plugin (default) or upstream's class, fully constructed."""
         self.stub_clients()
         if cls is None:
             cls = self.plugin_class()
-        conf = self.make_conf(resources_file, memo_size)
+        conf = self.make_conf(resources_file, memo_size, wildcard_metrics)
         if PIKE:
             return cls(conf)
         return cls(conf, netutils.urlsplit(self.publisher_url(
             resources_file)))
 
     @staticmethod
-    def _set_memo(conf, memo_size):
+    def _set_plugin_opts(conf, memo_size, wildcard_metrics):
+        from ceilometer_metriccache import opts
+        opts.register_opts(conf)
         if memo_size is not None:
-            from ceilometer_metriccache import opts
-            opts.register_opts(conf)
             conf.set_override('memo_size', memo_size, group=opts.GROUP)
+        if wildcard_metrics is not None:
+            conf.set_override('wildcard_metrics', wildcard_metrics,
+                              group=opts.GROUP)
 
     @staticmethod
     def plugin_class():

@@ -20,6 +20,7 @@ import json
 import re
 
 import requests
+import six
 
 _RESOURCE = re.compile(r'^v1/resource/(?P<type>[^/]+)(/(?P<id>[^/]+))?$')
 _SEARCH = re.compile(r'^v1/search/resource/(?P<type>[^/]+)$')
@@ -60,7 +61,7 @@ class FakeGnocchiSession(object):
     def request(self, url, method, **kwargs):
         url = url.split('?')[0].strip('/')
         body = kwargs.get('data') or kwargs.get('json')
-        if isinstance(body, (bytes, str)):
+        if isinstance(body, (bytes, six.text_type)):
             body = json.loads(body)
         self.requests.append((method, url, body))
         if url == _BATCH and method == 'POST':

@@ -9,12 +9,15 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The index under a monkey-patched eventlet, as agents may run it.
+"""The index and its memo under a monkey-patched eventlet, as agents run.
 
 Monkey-patching cannot be undone, so it happens in a child interpreter:
 many greenthreads resolve names through one index with a tiny memo,
 yielding to the hub between lookups so that their scans, stores and
-evictions interleave; every answer must still be the loop's.
+evictions interleave; every answer must still be the loop's. The memo is
+also driven directly, with a yield between a miss and its store, so that
+other greenthreads store the same key in between: the test checks that
+this happened, not only that nothing broke.
 """
 
 import json
@@ -45,7 +48,7 @@ errors = []
 def worker(offset):
     for i in range(len(names)):
         name = names[(i * 7 + offset) % len(names)]
-        if idx.metric(name) is not expected[name]:
+        if idx.metric_lookup(name) is not expected[name]:
             errors.append(name)
         eventlet.sleep(0)
 
@@ -57,13 +60,66 @@ print(json.dumps({'errors': errors, 'memo': len(idx.metrics.memo),
                   'patched': eventlet.patcher.is_monkey_patched('thread')}))
 '''
 
+MEMO_SCRIPT = r'''
+import eventlet
+eventlet.monkey_patch()
+import json
+from ceilometer_metriccache import memo
+
+m = memo.BoundedMemo(20)
+errors = []
+raced = []
+switches = [0]
+
+
+def worker(wid):
+    for i in range(400):
+        key = 'k%d' % ((i * 7 + wid) % 50)
+        got = m.get(key)
+        if got is None:
+            mine = (key, wid)
+            # Let the other greenthreads run between the miss and the
+            # store, as a scan that yields would.
+            eventlet.sleep(0)
+            switches[0] += 1
+            got = m.put(key, mine)
+            if got is not mine:
+                raced.append(key)
+        if got[0] != key:
+            errors.append((key, got))
+        if len(m) > m.maxsize:
+            errors.append(('size', len(m)))
+
+pool = eventlet.GreenPool(8)
+for wid in range(8):
+    pool.spawn(worker, wid)
+pool.waitall()
+print(json.dumps({'errors': errors, 'raced': len(raced),
+                  'switches': switches[0], 'size': len(m),
+                  'patched': eventlet.patcher.is_monkey_patched('thread')}))
+'''
+
+
+def _run(script):
+    out = subprocess.check_output([sys.executable, '-c', script],
+                                  stderr=subprocess.STDOUT)
+    return json.loads(out.decode('utf-8').strip().splitlines()[-1])
+
 
 class TestUnderEventlet(testtools.TestCase):
 
+    def test_green_threads_share_the_memo(self):
+        result = _run(MEMO_SCRIPT)
+        self.assertTrue(result['patched'])
+        self.assertEqual([], result['errors'])
+        self.assertEqual(20, result['size'])
+        # Greenthreads really interleaved between a miss and its store:
+        # some found the key stored by another and got that value.
+        self.assertGreater(result['switches'], 0)
+        self.assertGreater(result['raced'], 0)
+
     def test_green_threads_agree_with_the_loop(self):
-        out = subprocess.check_output([sys.executable, '-c', SCRIPT],
-                                      stderr=subprocess.STDOUT)
-        result = json.loads(out.decode().strip().splitlines()[-1])
+        result = _run(SCRIPT)
         self.assertTrue(result['patched'])
         self.assertEqual([], result['errors'])
         self.assertLessEqual(result['memo'], 16)

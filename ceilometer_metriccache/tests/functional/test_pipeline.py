@@ -54,7 +54,9 @@ class TestPipelineLoading(base.TestCase):
         super(TestPipelineLoading, self).setUp()
         self.stub_clients()
         self.path = self.write_resources(RESOURCES)
-        self.conf = self.make_conf(resources_file=self.path)
+        # Pike's semantics: the default on Pike, opted into on current.
+        self.conf = self.make_conf(resources_file=self.path,
+                                   wildcard_metrics=True)
 
     def _publisher(self, namespace, query=''):
         return ceilo_publisher.get_publisher(

@@ -19,6 +19,7 @@ import threading
 import fixtures
 import yaml
 
+from ceilometer_metriccache import index
 from ceilometer_metriccache.tests import base
 
 # Operator-style file: wildcards, a literal shadowed by an earlier
@@ -42,7 +43,9 @@ class TestRecord(base.TestCase):
     def setUp(self):
         super(TestRecord, self).setUp()
         self.path = self.write_resources(RESOURCES)
-        self.host = self.make_host(resources_file=self.path)
+        # Pike's semantics: the default on Pike, opted into on current.
+        self.host = self.make_host(resources_file=self.path,
+                                   wildcard_metrics=True)
 
     def test_pattern_matched_metrics_end_to_end(self):
         self.record(self.host, [
@@ -85,10 +88,13 @@ class TestRecord(base.TestCase):
             self.assertRaises(KeyError, self.record, upstream, samples)
             self.assertEqual({}, self.session.metrics)
         else:
-            # Current ceilometer dropped wildcard matching (8099a9491).
-            self.record(upstream, samples)
-            self.assertNotIn(('node-1', 'hardware.ipmi.fan'),
-                             self.session.metrics)
+            # Current ceilometer dropped wildcard matching (8099a9491),
+            # and so does the plugin unless wildcard_metrics is set.
+            default = self.make_host(resources_file=self.path)
+            for host in (upstream, default):
+                self.record(host, samples)
+                self.assertNotIn(('node-1', 'hardware.ipmi.fan'),
+                                 self.session.metrics)
         self.record(self.host, samples)
         self.assertIn(('node-1', 'hardware.ipmi.fan'), self.session.metrics)
 
@@ -103,7 +109,8 @@ class TestRecord(base.TestCase):
         self.assertEqual(1, sum('nor.this' in t for t in text))
 
     def test_memo_and_logged_names_stay_bounded(self):
-        host = self.make_host(resources_file=self.path, memo_size=50)
+        host = self.make_host(resources_file=self.path, memo_size=50,
+                              wildcard_metrics=True)
         self.useFixture(fixtures.MockPatch(
             base.host_module.__name__ + '.LOG'))
         for batch in range(20):
@@ -117,7 +124,8 @@ class TestRecord(base.TestCase):
         self.assertIsNone(self.lookup(host, 'unknown.0.0'))
 
     def test_concurrent_lookups(self):
-        host = self.make_host(resources_file=self.path, memo_size=64)
+        host = self.make_host(resources_file=self.path, memo_size=64,
+                              wildcard_metrics=True)
         definitions = host.resources_definition
         names = ['hardware.ipmi.%d' % i for i in range(200)] + [
             'custom.%d.rate' % (i % 10) for i in range(200)] + [
@@ -214,7 +222,7 @@ class TestBadFiles(base.TestCase):
         path = self.write_resources(self.BAD + [self.GOOD])
         log = self.useFixture(fixtures.MockPatch(
             'ceilometer_metriccache.index.LOG')).mock
-        host = self.make_host(resources_file=path)
+        host = self.make_host(resources_file=path, wildcard_metrics=True)
         upstream = self.make_host(cls=self.upstream_class(),
                                   resources_file=path)
         got = [rd.cfg for rd in host.resources_definition]
@@ -235,6 +243,39 @@ class TestBadFiles(base.TestCase):
         self.record(host, [base.sample('disk.read', 'vm-1'),
                            base.sample('ok', 'vm-1')])
         self.assertIn(('vm-1', 'disk.read'), self.session.metrics)
+
+    def test_bad_pattern_does_not_stop_the_agent(self):
+        """A pattern 2.7's re rejects matches nothing, on any interpreter.
+
+        Pike's loop raises on it (on 2.7) for any name that reaches it;
+        the plugin logs it once at start-up and keeps every other entry.
+        """
+        path = self.write_resources([
+            {'resource_type': 'instance', 'metrics': ['cpu', 'c[z-a]*'],
+             'event_delete': ['vm.[!z-a]', 'vm.delete'],
+             'event_attributes': {'id': 'resource_id'}},
+            {'resource_type': 'generic', 'metrics': ['c*']}])
+        self.useFixture(fixtures.MockPatchObject(
+            index, '_LOGGED_BAD_PATTERNS', set()))
+        log = self.useFixture(fixtures.MockPatch(
+            'ceilometer_metriccache.index.LOG')).mock
+        host = self.make_host(resources_file=path, wildcard_metrics=True)
+        self.make_host(resources_file=path, wildcard_metrics=True)
+        self.assertEqual(2, log.warning.call_count)
+        logged = [c[0][1] for c in log.warning.call_args_list]
+        self.assertEqual([('instance', 'metrics', 'c[z-a]*'),
+                          ('instance', 'event_delete', 'vm.[!z-a]')],
+                         [(a['type'], a['field'], a['entry'])
+                          for a in logged])
+        instance, generic = host.resources_definition
+        self.assertIs(instance, self.lookup(host, 'cpu'))
+        self.assertIs(generic, self.lookup(host, 'cb'))
+        self.assertIsNone(host._get_resource_definition_from_event('vm.x'))
+        self.assertEqual((instance, 'delete'),
+                         host._get_resource_definition_from_event(
+                             'vm.delete'))
+        self.record(host, [base.sample('cb', 'r1'), base.sample('cpu', 'r2')])
+        self.assertEqual(['r1', 'r2'], sorted(self.session.resources))
 
     def test_invalid_yaml_fails_like_upstream(self):
         path = self.write_resources([])

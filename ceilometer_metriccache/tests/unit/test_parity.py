@@ -9,16 +9,20 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The contract: the same answer as upstream's fnmatch loop, always.
+"""The contract: the same answer as upstream's own code, always.
 
-For any metric name and event type, the index returns the very definition
-(and operation) the loop returns, over the resource file shipped in the
-installed ceilometer and over generated files with wildcards, overlapping
-patterns, literals shadowed by earlier patterns and more than 256 patterns.
+For any event type, and for any metric name with Pike's semantics, the
+index returns the very definition (and operation) upstream's fnmatch loop
+returns, over the resource file shipped in the installed ceilometer and
+over generated files with wildcards, overlapping patterns, literals
+shadowed by earlier patterns and more than 256 patterns. On current
+ceilometer the plugin's default ``metric_map`` is checked against the one
+upstream's publisher builds.
 """
 
 import copy
 
+import fixtures
 import hypothesis
 from hypothesis import strategies as st
 
@@ -72,17 +76,16 @@ class ParityMixin(object):
     def assert_metric_parity(self, idx, definitions, names):
         for name in names:
             expected = base.upstream_metric_loop(definitions, name)
-            got = idx.metric(name)
+            got = idx.metric_lookup(name)
             self.assertIs(expected, got, 'metric %r' % name)
-            swift = (idx.any_swift_account if base.PIKE
-                     else idx.is_swift_account)
-            self.assertEqual(base.upstream_is_swift(definitions, name),
-                             swift(name), name)
+            if base.PIKE:
+                self.assertEqual(base.upstream_is_swift(definitions, name),
+                                 idx.any_swift_account(name), name)
 
     def assert_event_parity(self, idx, definitions, names):
         for name in names:
             expected = base.upstream_event_loop(definitions, name)
-            got = idx.event(name)
+            got = idx.event_lookup(name)
             if expected is None:
                 self.assertIsNone(got, 'event %r' % name)
             else:
@@ -131,50 +134,113 @@ class TestGeneratedFiles(ParityMixin, base.TestCase):
 
 
 class TestOddPatterns(ParityMixin, base.TestCase):
-    """Entries fnmatch reads in surprising ways, as fnmatch reads them."""
+    """Entries fnmatch reads in surprising ways, as fnmatch reads them.
 
-    ENTRIES = ['[', 'a[', '[]', '[]]', '[!]', '[!]]', '[z-a]', 'a[b-]',
-               '\\', 'a\\*', '(a|b)', 'a.+', '^a$', '{a,b}', '**',
-               '?', '', 'a]']
+    Except the ones Python 2.7's re rejects (reversed ranges): 2.7's
+    fnmatch raises on them, 3.x reads ``[z-ab]`` as ``[b]`` and ``[!z-a]``
+    as "anything"; the plugin makes them match nothing on both.
+    """
 
-    def test_odd_entries(self):
-        cfgs = [{'resource_type': 'generic', 'metrics': [e],
+    BAD = ['[z-a]', '[!z-a]', 'a[z-ab]', '[a-\\]', 'x[b-a]*']
+    ENTRIES = ['[', 'a[', '[]', '[]]', '[!]', '[!]]', 'a[b-]', '[]-a]',
+               '[!]-a]', '\\', 'a\\*', '(a|b)', 'a.+', '^a$', '{a,b}',
+               '**', '?', '', 'a]', '[b-a', 'x[z-a'] + BAD
+
+    def setUp(self):
+        super(TestOddPatterns, self).setUp()
+        self.useFixture(fixtures.MockPatchObject(
+            index, '_LOGGED_BAD_PATTERNS', set()))
+        self.log = self.useFixture(fixtures.MockPatchObject(
+            index, 'LOG')).mock
+
+    def _definitions(self):
+        cfgs = [{'resource_type': 'type%d' % i, 'metrics': [e],
                  'event_delete': e,
                  'event_attributes': {'id': 'resource_id'}}
-                for e in self.ENTRIES]
-        definitions = [base.make_definition(c) for c in cfgs]
+                for i, e in enumerate(self.ENTRIES)]
+        return [base.make_definition(c) for c in cfgs]
+
+    def test_odd_entries(self):
+        definitions = self._definitions()
         idx = index.DefinitionIndex(definitions, 8)
         names = self.ENTRIES + ['a', 'b', ']', 'z', 'a-', 'ab', 'a\\b',
-                                'aa', 'a.b', '{a,b}', 'x']
-        self.assert_metric_parity(idx, definitions, names)
-        self.assert_event_parity(idx, definitions, names)
+                                'aa', 'a.b', '{a,b}', 'x', '-', '\\',
+                                'xa', 'xab', 'x[z-a']
+        with base.bad_patterns_match_nothing(self.BAD):
+            self.assert_metric_parity(idx, definitions, names)
+            self.assert_event_parity(idx, definitions, names)
+
+    def test_bad_patterns_match_nothing_and_are_logged_once(self):
+        for entry in self.BAD:
+            self.assertIsNotNone(index.pattern_problem(entry), entry)
+        for entry in self.ENTRIES[:-len(self.BAD)]:
+            self.assertIsNone(index.pattern_problem(entry), entry)
+        definitions = self._definitions()
+        # A Pike agent builds one index per dispatcher (samples, events).
+        for _ in range(2):
+            index.DefinitionIndex(definitions, 8)
+        # Over the bad entries alone, nothing resolves.
+        idx = index.DefinitionIndex(
+            [rd for rd in definitions
+             if index.metric_entries(rd)[0] in self.BAD],
+            8)
+        for entry in self.BAD:
+            for name in ('a', 'b', 'z', '-', '\\', 'xa', 'xab', entry):
+                self.assertIsNone(idx.metric_lookup(name), name)
+                self.assertIsNone(idx.event_lookup(name), name)
+        logged = [c[0][1] for c in self.log.warning.call_args_list]
+        # One line per bad entry and field, naming the definition.
+        self.assertEqual(2 * len(self.BAD), len(logged))
+        for entry in self.BAD:
+            rtype = 'type%d' % self.ENTRIES.index(entry)
+            self.assertEqual(
+                [('metrics', rtype), ('event_delete', rtype)],
+                [(a['field'], a['type']) for a in logged
+                 if a['entry'] == entry])
 
 
 class TestStockFile(ParityMixin, base.TestCase):
-    """The gnocchi_resources.yaml of the installed ceilometer release."""
+    """The gnocchi_resources.yaml of the installed ceilometer release.
+
+    The plugin with its default settings, against upstream's own code:
+    Pike's fnmatch loop on Pike, the ``metric_map`` current ceilometer's
+    publisher builds on current releases.
+    """
 
     def setUp(self):
         super(TestStockFile, self).setUp()
         self.host = self.make_host()
+        self.upstream = self.make_host(cls=self.upstream_class())
         self.definitions = self.host.resources_definition
         self.listed = sorted(set(
             m for rd in self.definitions for m in index.metric_entries(rd)))
         self.events = sorted(set(
             e for rd in self.definitions for e, _ in index.event_entries(rd)))
 
+    def assert_same_metric(self, name):
+        """The plugin's answer is upstream's (each host has its copies)."""
+        if base.PIKE:
+            expected = base.upstream_metric_loop(
+                self.upstream.resources_definition, name)
+        else:
+            expected = self.upstream.metric_map.get(name)
+        got = self.lookup(self.host, name)
+        self.assertEqual(expected is None, got is None, name)
+        if expected is not None:
+            self.assertEqual(expected.cfg, got.cfg, name)
+
     def test_nothing_dropped(self):
-        upstream = self.make_host(cls=self.upstream_class())
         self.assertEqual(
-            [rd.cfg['resource_type'] for rd in upstream.resources_definition],
-            [rd.cfg['resource_type'] for rd in self.definitions])
+            [rd.cfg for rd in self.upstream.resources_definition],
+            [rd.cfg for rd in self.definitions])
         self.assertGreater(len(self.listed), 100)
 
     def test_every_listed_metric(self):
         for name in self.listed:
-            self.assertIs(base.upstream_metric_loop(self.definitions, name),
-                          self.lookup(self.host, name), name)
-        self.assert_metric_parity(self.host.metric_index, self.definitions,
-                                  self.listed)
+            self.assert_same_metric(name)
+        if base.PIKE:
+            self.assert_metric_parity(self.host.metric_index,
+                                      self.definitions, self.listed)
 
     def test_every_listed_event(self):
         self.assertTrue(self.events)
@@ -198,7 +264,47 @@ class TestStockFile(ParityMixin, base.TestCase):
             st.sampled_from(self.events), st.text(max_size=30)),
             max_size=10))
         for name in names:
-            self.assertIs(base.upstream_metric_loop(self.definitions, name),
-                          self.lookup(self.host, name), name)
+            self.assert_same_metric(name)
         self.assert_event_parity(self.host.metric_index, self.definitions,
                                  events)
+
+
+class TestCurrentDefault(base.TestCase):
+    """Current ceilometer: upstream's metric semantics unless opted out."""
+
+    RESOURCES = [
+        {'resource_type': 'host', 'metrics': ['cpu', 'hardware.ipmi.*']},
+        {'resource_type': 'generic', 'metrics': ['cpu', 'disk.read']},
+    ]
+
+    def setUp(self):
+        super(TestCurrentDefault, self).setUp()
+        if base.PIKE:
+            self.skipTest(base.NOT_CURRENT)
+        self.path = self.write_resources(self.RESOURCES)
+
+    def _types(self, host, names):
+        return [getattr(host.metric_map.get(n), 'cfg', {}).get(
+            'resource_type') for n in names]
+
+    def test_default_is_upstreams_metric_map(self):
+        names = ['cpu', 'disk.read', 'hardware.ipmi.*', 'hardware.ipmi.fan',
+                 'none']
+        plugin = self.make_host(resources_file=self.path)
+        upstream = self.make_host(cls=self.upstream_class(),
+                                  resources_file=self.path)
+        self.assertIs(dict, type(plugin.metric_map))
+        self.assertEqual(self._types(upstream, names),
+                         self._types(plugin, names))
+        # What upstream's own code gives: last definition wins, entries
+        # are literal names.
+        self.assertEqual(['generic', 'generic', 'host', None, None],
+                         self._types(plugin, names))
+
+    def test_wildcard_metrics_opt_in(self):
+        plugin = self.make_host(resources_file=self.path,
+                                wildcard_metrics=True)
+        self.assertEqual(['host', 'generic', 'host', 'host', None],
+                         self._types(plugin, ['cpu', 'disk.read',
+                                              'hardware.ipmi.*',
+                                              'hardware.ipmi.fan', 'none']))

@@ -11,14 +11,26 @@
 # under the License.
 """Which class ``gnocchi-metriccache`` names, and the option."""
 
-from importlib import metadata
-
 from oslo_config import cfg
 import testtools
 
 from ceilometer_metriccache import opts
 from ceilometer_metriccache import release_publisher
 from ceilometer_metriccache.tests import base
+
+
+def _entry_points(group):
+    try:
+        from importlib import metadata
+    except ImportError:   # Python 2.7 (Pike): setuptools' own API
+        import pkg_resources
+        return list(pkg_resources.iter_entry_points(group))
+    return metadata.entry_points(group=group)
+
+
+def _module(entry_point):
+    return getattr(entry_point, 'module', None) or \
+        entry_point.module_name
 
 
 class TestWiring(testtools.TestCase):
@@ -39,10 +51,10 @@ class TestWiring(testtools.TestCase):
                           'ceilometer.dispatcher.event',
                           'ceilometer.sample.publisher',
                           'ceilometer.event.publisher'):
-            eps = [ep for ep in metadata.entry_points(group=namespace)
+            eps = [ep for ep in _entry_points(namespace)
                    if ep.name == 'gnocchi-metriccache']
             self.assertEqual(1, len(eps), namespace)
-            targets[namespace] = eps[0].module
+            targets[namespace] = _module(eps[0])
         self.assertEqual('ceilometer_metriccache.pike_dispatcher',
                          targets['ceilometer.dispatcher.meter'])
         self.assertEqual('ceilometer_metriccache.release_publisher',
@@ -54,6 +66,7 @@ class TestWiring(testtools.TestCase):
         opts.register_opts(conf)   # idempotent, as each host registers
         conf([], default_config_files=[])
         self.assertEqual(10000, conf.metriccache.memo_size)
+        self.assertFalse(conf.metriccache.wildcard_metrics)
         self.assertRaises(ValueError, conf.set_override, 'memo_size', 1,
                           group='metriccache')
         self.assertEqual([('metriccache', opts.OPTS)], opts.list_opts())
