@@ -22,14 +22,23 @@ Rows: metric and event lookups (hit and miss), the same with oslo.utils
 3.28.4's pre-2.7.9 fallback fnmatch (what CentOS 7's Python 2.7.5 runs),
 a 10,000-sample batch through ``record_metering_data``, and the memory of
 the memo under a million distinct unknown metric names.
+
+The ``_py27`` rows run the workers on CPython 2.7 with Pike's pins (the
+``pike27-bench`` venv, ``common.pike27_python()``), where Pike's loop is
+at its slowest: 2.7's fnmatch clears its whole 100-entry pattern cache
+when full, and the stock file has about 230 entries. They time a shuffled
+mix of every metric name of the stock file plus 10% names no definition
+matches (one name repeated would keep that cache warm), then hits, misses
+and pattern hits alone. The worker code therefore stays 2.7-compatible.
 """
 
 import argparse
-import builtins
 import collections
 import gc
+import itertools
 import json
 import os
+import random
 import subprocess
 import sys
 import tarfile
@@ -55,7 +64,12 @@ def add_arguments(parser):
 
 
 # ---------------------------------------------------------------- workers
-# Everything below runs in a child process (``python this.py worker ...``).
+# Everything below runs in a child process (``python this.py worker ...``),
+# on Python 3 or, for the _py27 rows, on Pike's CPython 2.7.
+
+_clock = getattr(time, 'perf_counter', time.time)
+_imap = getattr(itertools, 'imap', map)
+
 
 class _Stub(object):
     """The gnocchi client: every call accepted, counted, nothing sent."""
@@ -84,8 +98,6 @@ class _Stub(object):
 
 def _hosts(resources_file=None, memo_size=None):
     """(Pike's dispatcher, the plugin's), over the same file."""
-    from unittest import mock
-
     from ceilometer.dispatcher import gnocchi
     from ceilometer.dispatcher import gnocchi_opts
     from oslo_config import cfg
@@ -106,13 +118,15 @@ def _hosts(resources_file=None, memo_size=None):
     if memo_size:
         conf.set_override('memo_size', memo_size, group=opts.GROUP)
     hosts = []
+    # Stubbed for good: the worker only ever talks to the _Stub (Pike's
+    # 2.7 venv has no mock library, and unittest.mock is Python 3).
+    gnocchi.keystone_client.get_client = lambda *args, **kwargs: None
     for cls in (gnocchi.GnocchiDispatcher,
                 pike_dispatcher.MetricCacheDispatcher):
         stub = _Stub()
-        with mock.patch.object(gnocchi.keystone_client, 'get_client'), \
-                mock.patch.object(gnocchi.gnocchi_client,
-                                  'get_gnocchiclient', return_value=stub):
-            host = cls(conf)
+        gnocchi.gnocchi_client.get_gnocchiclient = (
+            lambda *args, **kwargs: stub)
+        host = cls(conf)
         host.stub = stub
         hosts.append(host)
     return hosts
@@ -132,19 +146,19 @@ def _best_per_call_us(funcs, names, min_time, repeats):
     """
     plans = []
     for func in funcs:
-        start = time.perf_counter()
-        collections.deque(map(func, names), maxlen=0)
-        one = max(time.perf_counter() - start, 1e-7)
+        start = _clock()
+        collections.deque(_imap(func, names), maxlen=0)
+        one = max(_clock() - start, 1e-7)
         batch = list(names) * max(1, int(0.002 / one))
         passes = max(1, int(min_time / (one * len(batch) / len(names))))
         plans.append((func, batch, passes))
     best = [float('inf')] * len(funcs)
     for _ in range(repeats):
         for i, (func, batch, passes) in enumerate(plans):
-            start = time.perf_counter()
+            start = _clock()
             for _ in range(passes):
-                collections.deque(map(func, batch), maxlen=0)
-            elapsed = time.perf_counter() - start
+                collections.deque(_imap(func, batch), maxlen=0)
+            elapsed = _clock() - start
             best[i] = min(best[i], elapsed / passes / len(batch) * 1e6)
     return best
 
@@ -198,6 +212,7 @@ def _load_fallback_fnmatch(sdist):
     with tarfile.open(sdist) as tar:
         source = tar.extractfile(
             'oslo.utils-3.28.4/oslo_utils/fnmatch.py').read()
+    import builtins
     fake_sys = types.ModuleType('sys')
     fake_sys.version_info = (2, 7, 5, 'final', 0)
     real_import = builtins.__import__
@@ -321,9 +336,9 @@ def worker_record(opts):
         for label, host in (('pike', pike), ('plugin', plugin)):
             data = list(batch)
             gc.collect()
-            start = time.perf_counter()
+            start = _clock()
             host.record_metering_data(data)
-            elapsed = time.perf_counter() - start
+            elapsed = _clock() - start
             best[label] = min(best.get(label, float('inf')), elapsed)
     if pike.stub.measures != plugin.stub.measures:
         raise RuntimeError('the two sides posted different measures: %d vs '
@@ -332,6 +347,103 @@ def worker_record(opts):
                  'plugin_ms': best['plugin'] * 1e3,
                  'samples': len(batch), 'resources': opts.resources,
                  'measures_per_run': pike.stub.measures // repeats})
+
+
+# The _py27 rows: how many listed names --quick samples from the stock
+# file. Pike's loop costs up to ~10 ms per name on 2.7, so the full mix
+# (all ~230 names + 10%) takes seconds per pass.
+QUICK_LISTED = 40
+
+
+def _name_mix(host, quick):
+    """(listed, unknown, mix): the stock file's names, 10% more, shuffled.
+
+    Seeded, so that both sides and every run see the same order.
+    """
+    rng = random.Random(20171)
+    listed = _listed_metrics(host)
+    if quick:
+        listed = sorted(rng.sample(listed, min(len(listed), QUICK_LISTED)))
+    unknown = ['unknown.metric.%d' % i
+               for i in range(max(1, len(listed) // 10))]
+    mix = listed + unknown
+    rng.shuffle(mix)
+    return listed, unknown, mix
+
+
+def worker_mix(opts):
+    """The mix, then hits, misses and pattern hits alone (for _py27)."""
+    _quiet_logs()
+    resources = _stock_definitions()
+    pike, plugin = _hosts()
+    listed, unknown, mix = _name_mix(pike, opts.quick)
+    funcs = (pike._get_resource_definition_from_metric,
+             plugin._get_resource_definition_from_metric)
+    _check_same(funcs, mix)
+    min_time, repeats = _timing(opts)
+    pike_mix, plugin_mix = _best_per_call_us(funcs, mix, min_time, repeats)
+    result = _hit_and_miss_us(funcs, listed, unknown, opts)
+    # Pattern hits: the stock file plus one definition of wildcards, as an
+    # operator adds custom meters; names only those patterns match.
+    resources.append({'resource_type': 'generic',
+                      'metrics': ['custom.%02d.*' % i for i in range(30)]})
+    pike_p, plugin_p = _hosts(_write_yaml(opts.tmp, resources))
+    matched = ['custom.%02d.rate' % i
+               for i in range(0, 30, 3 if opts.quick else 1)]
+    pfuncs = (pike_p._get_resource_definition_from_metric,
+              plugin_p._get_resource_definition_from_metric)
+    _check_same(pfuncs, matched)
+    pike_pat, plugin_pat = _best_per_call_us(pfuncs, matched, min_time,
+                                             repeats)
+    result.update(pike_mix_us=pike_mix, plugin_mix_us=plugin_mix,
+                  pike_pattern_hit_us=pike_pat,
+                  plugin_pattern_hit_us=plugin_pat,
+                  names=len(mix), unknown=len(unknown),
+                  python='%d.%d.%d' % sys.version_info[:3])
+    common.emit(result)
+
+
+def worker_record_mix(opts):
+    """record_metering_data over the name mix (for _py27).
+
+    Each resource gets ``samples / resources`` consecutive names of the
+    shuffled mix, cycling, so that every name of the stock file and the
+    unknown ones appear. Pike's side runs once (tens of seconds on 2.7),
+    the plugin's three times, best kept.
+    """
+    _quiet_logs()
+    pike, plugin = _hosts()
+    _listed, _unknown, mix = _name_mix(pike, False)
+    per_resource = opts.samples // opts.resources
+    batch = []
+    for r in range(opts.resources):
+        for i in range(per_resource):
+            batch.append({
+                'counter_name': mix[(r * per_resource + i) % len(mix)],
+                'counter_type': 'gauge', 'counter_unit': 'B',
+                'counter_volume': float(i), 'user_id': 'user',
+                'project_id': 'project', 'resource_id': 'res-%05d' % r,
+                'timestamp': '2024-01-01T00:00:%02d' % (i % 60),
+                'resource_metadata': {'host': 'node-%d' % (r % 10),
+                                      'display_name': 'vm-%d' % r}})
+    best = {}
+    for label, host, repeats in (('pike', pike, 1), ('plugin', plugin, 3)):
+        for _ in range(repeats):
+            data = list(batch)
+            gc.collect()
+            start = _clock()
+            host.record_metering_data(data)
+            elapsed = _clock() - start
+            best[label] = min(best.get(label, float('inf')), elapsed)
+    if pike.stub.measures != plugin.stub.measures // 3:
+        raise RuntimeError('the two sides posted different measures: %d vs '
+                           '%d' % (pike.stub.measures,
+                                   plugin.stub.measures // 3))
+    common.emit({'pike_ms': best['pike'] * 1e3,
+                 'plugin_ms': best['plugin'] * 1e3,
+                 'samples': len(batch), 'resources': opts.resources,
+                 'measures_per_run': pike.stub.measures,
+                 'python': '%d.%d.%d' % sys.version_info[:3]})
 
 
 def worker_memo(opts):
@@ -354,13 +466,13 @@ def worker_memo(opts):
         # (its loop remembers nothing, it rescans every time).
         lookup = None
         logged = pike._already_logged_metric_names
-    start = time.perf_counter()
+    start = _clock()
     for i in range(opts.names):
         name = 'unknown.metric.%09d' % i
         if lookup is None or lookup(name) is None:
             if name not in logged:
                 logged.add(name)
-    elapsed = time.perf_counter() - start
+    elapsed = _clock() - start
     gc.collect()
     result = {'names': opts.names, 'logged_entries': len(logged),
               'rss_growth_mib': common.current_rss_mib() - before,
@@ -390,7 +502,8 @@ def _write_yaml(directory, resources):
 
 WORKERS = {'lookup': worker_lookup, 'patterns': worker_patterns,
            'events': worker_events, 'record': worker_record,
-           'memo': worker_memo}
+           'memo': worker_memo, 'mix': worker_mix,
+           'record_mix': worker_record_mix}
 
 
 def worker_main(argv):
@@ -411,12 +524,13 @@ def worker_main(argv):
 
 # ------------------------------------------------------------ the section
 
-def _worker(kind, args, tmp, *extra):
+def _worker(kind, args, tmp, *extra, **kwargs):
+    """Run a worker; ``python=`` another interpreter (Pike's 2.7)."""
     argv = [os.path.abspath(__file__), 'worker', kind, '--tmp', tmp]
     if args.quick:
         argv.append('--quick')
-    result, _peak, _wall = common.run_worker(argv + list(extra),
-                                             timeout=1800)
+    result, _peak, _wall = common.run_worker(
+        argv + list(extra), timeout=1800, python=kwargs.get('python'))
     return result
 
 
@@ -510,10 +624,45 @@ def run(args, report):
         report.add_ratio('metric_memo_entries_per_bound',
                          memo['memo_entries'] / float(memo['bound']),
                          '<=', 1)
+        _run_py27(args, report, tmp)
         if args.quick:
             report.note('metriccache: --quick uses %d samples over %d '
                         'resources and %d unknown names'
                         % (samples, resources, names))
+
+
+def _ratio(pike, plugin):
+    return round(pike / plugin, 1 if pike / plugin < 100 else None)
+
+
+def _run_py27(args, report, tmp):
+    """The same questions on Pike's own interpreter, CPython 2.7."""
+    python = common.pike27_python()
+    mix = _worker('mix', args, tmp, python=python)
+    report.add_row(SECTION, 'metric_lookup_mix_us_py27',
+                   **dict((k, _r(v)) for k, v in mix.items()
+                          if k.endswith('_us')))
+    report.add_ratio('metric_lookup_vs_pike_py27',
+                     _ratio(mix['pike_mix_us'], mix['plugin_mix_us']),
+                     '>=', 10000)
+    for kind in ('hit', 'miss', 'pattern_hit'):
+        report.add_ratio('metric_lookup_%s_vs_pike_py27' % kind, _ratio(
+            mix['pike_%s_us' % kind], mix['plugin_%s_us' % kind]))
+    # 10,000 samples over 1,000 resources: Pike's side alone takes about
+    # a minute on 2.7; --quick keeps a twentieth of it.
+    samples, resources = (500, 50) if args.quick else (10000, 1000)
+    rec = _worker('record_mix', args, tmp, '--samples', str(samples),
+                  '--resources', str(resources), python=python)
+    report.add_row(SECTION, 'record_batch_mix_ms_py27',
+                   pike_ms=_r(rec['pike_ms']), plugin_ms=_r(rec['plugin_ms']),
+                   samples=rec['samples'], resources=rec['resources'])
+    report.add_ratio('record_batch_vs_pike_py27',
+                     _ratio(rec['pike_ms'], rec['plugin_ms']), '>=', 100)
+    if args.quick:
+        report.note('metriccache: --quick _py27 rows use %d of the stock '
+                    'file\'s metric names (+10%% unknown) and %d samples '
+                    'over %d resources' % (mix['names'] - mix['unknown'],
+                                           samples, resources))
 
 
 if __name__ == '__main__':
