@@ -26,7 +26,7 @@ the memo under a million distinct unknown metric names.
 The ``_py27`` rows run the workers on CPython 2.7 with Pike's pins (the
 ``pike27-bench`` venv, ``common.pike27_python()``), where Pike's loop is
 at its slowest: 2.7's fnmatch clears its whole 100-entry pattern cache
-when full, and the stock file has about 230 entries. They time a shuffled
+when full, and the stock file has 173 metric entries. They time a shuffled
 mix of every metric name of the stock file plus 10% names no definition
 matches (one name repeated would keep that cache warm), then hits, misses
 and pattern hits alone. The worker code therefore stays 2.7-compatible.
@@ -351,7 +351,7 @@ def worker_record(opts):
 
 # The _py27 rows: how many listed names --quick samples from the stock
 # file. Pike's loop costs up to ~10 ms per name on 2.7, so the full mix
-# (all ~230 names + 10%) takes seconds per pass.
+# (all 173 names + 10%) takes seconds per pass.
 QUICK_LISTED = 40
 
 
