@@ -314,11 +314,10 @@ class DefinitionIndex(object):
     """
 
     def __init__(self, definitions, memo_size, metric_patterns=True):
-        self.definitions = list(definitions)
-        self.memo_size = memo_size
+        definitions = list(definitions)
         metrics = []
         events = []
-        for rd in self.definitions:
+        for rd in definitions:
             for entry in metric_entries(rd):
                 if metric_patterns:
                     _log_bad_pattern(rd, 'metrics', entry)
@@ -334,7 +333,7 @@ class DefinitionIndex(object):
         self.swift_accounts = _build(
             [m for m in metrics if m[1].cfg['resource_type'] ==
              'swift_account'], memo_size)
-        for rd in self.definitions:
+        for rd in definitions:
             if any(is_pattern(n) for n in metric_entries(rd)):
                 rd.metrics = PatternMetrics(rd, self.metrics)
 
