@@ -164,8 +164,20 @@ QUESTIONS = [
          row('N=1, native threads', 'readahead_get_single_threads'),
          row('N>1, native threads', 'readahead_get_parallel_threads',
              vs='N=1, native threads')]),
+    Question(
+        'metriccache', 'lookup_py27', 'Metric lookup on Pike\'s CPython 2.7',
+        'Pike\'s dispatcher loop (2.7 fnmatch: 100 patterns, then cleared) '
+        'and the plugin over a shuffled mix of every stock metric name plus '
+        '10% unknown ones; vs: Pike\'s time over the plugin\'s.',
+        [('mix us', 'mix_us'), ('hit us', 'hit_us'), ('miss us', 'miss_us'),
+         ('pattern hit us', 'pattern_hit_us')],
+        [row('Pike loop, 2.7', 'metric_lookup_mix_us_py27', 'pike_'),
+         row('plugin, 2.7', 'metric_lookup_mix_us_py27', 'plugin_',
+             vs='Pike loop, 2.7')],
+        ratio=('mix_us', 'hit_us'), higher_is_better=False,
+        chart='lookup_us_py27', log_scale=True),
     _lookup(
-        'metriccache', 'lookup', 'Metric and event lookup',
+        'metriccache', 'lookup', 'Metric and event lookup on Python 3',
         'Per-call time of finding a metric\'s (or event\'s) resource '
         'definition; best of repeats; vs: Pike\'s time over the '
         'plugin\'s (hit, else pattern hit).',
@@ -190,8 +202,12 @@ QUESTIONS = [
         'Pike\'s gnocchi dispatcher and the plugin with the gnocchi client '
         'stubbed; vs: Pike\'s time over the plugin\'s.',
         [('ms', 'ms'), ('samples', 'samples'), ('resources', 'resources')],
-        [row('Pike dispatcher', 'record_batch_ms', 'pike_'),
-         row('plugin', 'record_batch_ms', 'plugin_', vs='Pike dispatcher')],
+        [row('Pike dispatcher, 2.7', 'record_batch_mix_ms_py27', 'pike_'),
+         row('plugin, 2.7', 'record_batch_mix_ms_py27', 'plugin_',
+             vs='Pike dispatcher, 2.7'),
+         row('Pike dispatcher, 3', 'record_batch_ms', 'pike_'),
+         row('plugin, 3', 'record_batch_ms', 'plugin_',
+             vs='Pike dispatcher, 3')],
         ratio='ms', higher_is_better=False),
     Question(
         'metriccache', 'memo', 'Memory for names no definition lists',
