@@ -22,6 +22,9 @@ import fixtures
 import requests
 
 from fastpath_integration import bus
+from fastpath_integration.harness import pike_ceilometer
+from fastpath_integration.harness import pike_glance
+from fastpath_integration.harness import pike_sources
 from fastpath_integration.harness import processes
 from fastpath_integration.harness import venvs
 
@@ -33,6 +36,7 @@ LIB_FASTPATH = os.path.join(TOPDIR, 'devstack', 'lib', 'fastpath')
 
 GLANCE_BACKEND = 'fastsheep'
 STOCK_TOPIC = 'notifications-stock'
+PIKE_TOPIC = 'notifications-pike'
 PLUGIN_TOPIC = 'notifications'
 
 
@@ -82,7 +86,8 @@ class PostgreSQL(fixtures.Fixture):
     """
 
     def __init__(self, rundir,
-                 databases=('gnocchi', 'glance', 'glance_eventlet')):
+                 databases=('gnocchi', 'glance', 'glance_eventlet',
+                            'glance_pike', 'glance_pike_intree')):
         super(PostgreSQL, self).__init__()
         self.rundir = rundir
         self.databases = databases
@@ -361,28 +366,30 @@ class CeilometerAgent(fixtures.Fixture):
             [os.path.join(bindir, 'ceilometer-agent-notification'),
              '--config-file', conf, '--log-file', self.log],
             os.path.join(base, 'stdout.log'), cwd=base, env=env))
-        self._wait_consuming()
+        wait_agent_consuming(self.service, self.name, self.transport_url,
+                             self.topic, self.gnocchi_url)
         with open(pipeline) as f:
             self.pipeline = f.read()
         LOG.info('ceilometer %s: topic %s', self.name, self.topic)
 
-    def _wait_consuming(self):
-        """Ready once a sample sent on the bus reaches gnocchi.
 
-        That proves the listener, the pipeline and the publisher end to
-        end.
-        """
-        probe = 'fastpath-probe-%s-%s' % (self.name, uuid.uuid4().hex[:8])
-        notifier = bus.notifier(self.transport_url, self.topic, 'ceilometer')
-        try:
-            bus.send_samples(notifier, [bus.sample(
-                'image.size', probe, 1.0, metadata=IMAGE_METADATA)])
-        finally:
-            notifier.transport.cleanup()
-        url = '%s/v1/resource/image/%s' % (self.gnocchi_url, probe)
-        self.service.wait_ready(lambda: requests.get(
-            url, auth=('admin', ''), timeout=2).status_code == 200, 180,
-            'ceilometer-%s (probe sample in gnocchi)' % self.name)
+def wait_agent_consuming(service, name, transport_url, topic, gnocchi_url):
+    """Ready once a sample sent on the bus reaches gnocchi.
+
+    That proves the listener, the pipeline and the publisher (or Pike's
+    dispatcher) end to end.
+    """
+    probe = 'fastpath-probe-%s-%s' % (name, uuid.uuid4().hex[:8])
+    notifier = bus.notifier(transport_url, topic, 'ceilometer')
+    try:
+        bus.send_samples(notifier, [bus.sample(
+            'image.size', probe, 1.0, metadata=IMAGE_METADATA)])
+    finally:
+        notifier.transport.cleanup()
+    url = '%s/v1/resource/image/%s' % (gnocchi_url, probe)
+    service.wait_ready(lambda: requests.get(
+        url, auth=('admin', ''), timeout=2).status_code == 200, 180,
+        '%s (probe sample in gnocchi)' % service.name)
 
 
 # The attributes gnocchi's ``image`` resource type requires.
@@ -565,11 +572,16 @@ class Harness(fixtures.Fixture):
                      'report': os.path.join(self.rundir, 'report.txt')}
         # Venvs first, built side by side: a fresh machine spends most of
         # its time here (uWSGI and psycopg2 compile).
-        with concurrent.futures.ThreadPoolExecutor(len(venvs.SERVICES)) as ex:
+        built = venvs.SERVICES + (pike_glance.VENV, pike_ceilometer.VENV)
+        with concurrent.futures.ThreadPoolExecutor(len(built)) as ex:
             for future in [ex.submit(venvs.ensure_venv, service)
-                           for service in venvs.SERVICES]:
+                           for service in built]:
                 future.result()
         self.install_project()
+        if self.plugins:
+            for service in (pike_glance.VENV, pike_ceilometer.VENV):
+                pike_sources.install_project(
+                    service, os.path.join(self.rundir, 'install.log'))
         pg = self.useFixture(PostgreSQL(self.rundir))
         rabbit = self.useFixture(RabbitMQ(self.rundir))
         gnocchi = self.useFixture(Gnocchi(self.rundir, pg.urls['gnocchi']))
@@ -585,6 +597,15 @@ class Harness(fixtures.Fixture):
             agents[name] = {'topic': topic, 'pid': agent.service.pid,
                             'log': agent.log, 'pipeline': agent.pipeline}
         self.info['ceilometer'] = agents
+        if self.plugins:
+            # Pike's agent on 2.7 with the plugin, as README says.
+            agent = self.useFixture(pike_ceilometer.PikeCeilometerAgent(
+                self.rundir, 'plugin', 'plugin', PIKE_TOPIC, rabbit.url,
+                gnocchi.url))
+            self.info['ceilometer_pike'] = {'plugin': {
+                'topic': PIKE_TOPIC, 'pid': agent.pid, 'log': agent.log,
+                'pipeline': agent.pipeline,
+                'dispatcher': agent.dispatcher_file}}
         store_env = None
         if self.plugins:
             store_env = self.useFixture(SheepdogEmulator(self.rundir)).env
@@ -598,6 +619,17 @@ class Harness(fixtures.Fixture):
             self.info[key] = {'url': glance.url, 'backend': glance.backend,
                               'conf': glance.conf, 'pid': glance.pid,
                               'server': server}
+        if self.plugins:
+            # Pike's glance-api on 2.7: the plugin, and the in-tree
+            # driver that wrote what Pike clouds already hold.
+            for key, store in (('glance_pike', 'fastsheep'),
+                               ('glance_pike_intree', 'sheepdog')):
+                glance = self.useFixture(pike_glance.PikeGlance(
+                    self.rundir, pg.urls[key], store_env, store=store))
+                self.info[key] = {'url': glance.url, 'store': store,
+                                  'conf': glance.conf, 'pid': glance.pid,
+                                  'driver_file': glance.driver_file,
+                                  'server': 'eventlet-py27'}
         self.env_file = os.path.join(self.rundir, 'env.json')
         with open(self.env_file, 'w') as f:
             json.dump(self.info, f, indent=2)

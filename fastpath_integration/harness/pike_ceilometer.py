@@ -1,0 +1,158 @@
+"""Pike's ceilometer-agent-notification (9.0.7) on CPython 2.7.
+
+Run from the cached ``pike27-ceilometer`` venv against the harness's
+RabbitMQ and gnocchi, with one of three gnocchi dispatchers:
+
+- ``stock``: Pike's own, ``- gnocchi://`` in the pipelines;
+- ``patched``: the same dispatcher from a copy of ceilometer 9.0.7 with
+  the quilt series ``patches/ceilometer`` pushed, ahead of the venv's
+  copy on PYTHONPATH;
+- ``plugin``: the metric-cache dispatcher as README tells operators,
+  ``- gnocchi-metriccache://`` in both pipelines.
+"""
+
+import configparser
+import glob
+import logging
+import os
+
+import fixtures
+
+from fastpath_integration.harness import pike_sources
+from fastpath_integration.harness import processes
+from fastpath_integration.harness import services
+from fastpath_integration.harness import venvs
+
+LOG = logging.getLogger(__name__)
+
+VENV = 'pike27-ceilometer'
+DISPATCHERS = ('stock', 'patched', 'plugin')
+
+
+def write_resources_file(venv, path, extra=''):
+    """Pike's stock gnocchi_resources.yaml plus the suite's definition.
+
+    The same ``generic`` definition as the current agents get (one exact
+    name, one wildcard pattern), and ``extra`` YAML after it.
+    """
+    stock = glob.glob(os.path.join(
+        venv, 'lib', 'python2.7', 'site-packages', 'ceilometer',
+        'dispatcher', 'data', 'gnocchi_resources.yaml'))[0]
+    with open(stock) as f:
+        text = f.read()
+    text = text.rstrip('\n') + '\n\n' + (
+        '  - resource_type: generic\n'
+        '    metrics:\n'
+        '      - fastpath.exact.metric\n'
+        '      - fastpath.wild.*\n') + extra
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+class PikeCeilometerAgent(fixtures.Fixture):
+    """One Pike notification agent, one worker, on its own topic.
+
+    ``resources_extra``: YAML appended to the resource file (a bad
+    pattern, for the test that the agent survives it).
+    """
+
+    def __init__(self, rundir, name, dispatcher, topic, transport_url,
+                 gnocchi_url, resources_extra=''):
+        super(PikeCeilometerAgent, self).__init__()
+        if dispatcher not in DISPATCHERS:
+            raise ValueError('dispatcher %r is not one of %s'
+                             % (dispatcher, DISPATCHERS))
+        self.rundir = rundir
+        self.name = name
+        self.dispatcher = dispatcher
+        self.topic = topic
+        self.transport_url = transport_url
+        self.gnocchi_url = gnocchi_url
+        self.resources_extra = resources_extra
+
+    def _pipelines(self, base):
+        pipeline = os.path.join(base, 'pipeline.yaml')
+        with open(pipeline, 'w') as f:
+            f.write('---\nsources:\n'
+                    '    - name: meter_source\n'
+                    '      meters:\n          - "*"\n'
+                    '      sinks:\n          - meter_sink\n'
+                    'sinks:\n'
+                    '    - name: meter_sink\n'
+                    '      transformers:\n'
+                    '      publishers:\n          - gnocchi://\n')
+        event_pipeline = os.path.join(base, 'event_pipeline.yaml')
+        with open(event_pipeline, 'w') as f:
+            f.write('---\nsources:\n'
+                    '    - name: event_source\n'
+                    '      events:\n          - "*"\n'
+                    '      sinks:\n          - event_sink\n'
+                    'sinks:\n'
+                    '    - name: event_sink\n'
+                    '      transformers:\n'
+                    '      publishers:\n          - gnocchi://\n')
+        if self.dispatcher == 'plugin':
+            # README: ``- gnocchi://`` becomes ``- gnocchi-metriccache://``
+            # in both files; devstack's function does just that.
+            services.devstack_lib('configure_fastpath_ceilometer_pipelines',
+                                  [pipeline, event_pipeline],
+                                  log=os.path.join(base, 'configure.log'))
+        return pipeline, event_pipeline
+
+    def _setUp(self):
+        venv = venvs.ensure_venv(VENV)
+        base = os.path.join(self.rundir, 'pike-ceilometer-%s' % self.name)
+        os.makedirs(base)
+        resources = os.path.join(base, 'gnocchi_resources.yaml')
+        write_resources_file(venv, resources, self.resources_extra)
+        pipeline, event_pipeline = self._pipelines(base)
+        self.log = os.path.join(self.rundir,
+                                'pike-ceilometer-%s.log' % self.name)
+        conf = os.path.join(base, 'ceilometer.conf')
+        parser = configparser.ConfigParser(interpolation=None)
+        for section, option, value in (
+                ('DEFAULT', 'transport_url', self.transport_url),
+                ('DEFAULT', 'pipeline_cfg_file', pipeline),
+                ('DEFAULT', 'event_pipeline_cfg_file', event_pipeline),
+                ('oslo_messaging_notifications', 'topics', self.topic),
+                ('notification', 'workers', '1'),
+                ('service_credentials', 'auth_type', 'gnocchi-basic'),
+                ('service_credentials', 'user', 'admin'),
+                ('service_credentials', 'endpoint', self.gnocchi_url),
+                # Pike asks keystone for the service project's id
+                # otherwise; there is no keystone here.
+                ('dispatcher_gnocchi', 'filter_service_activity', 'false'),
+                ('dispatcher_gnocchi', 'resources_definition_file',
+                 resources)):
+            if section != 'DEFAULT' and not parser.has_section(section):
+                parser.add_section(section)
+            parser.set(section, option, value)
+        with open(conf, 'w') as f:
+            parser.write(f)
+        extra = {}
+        if self.dispatcher == 'patched':
+            extra['PYTHONPATH'] = pike_sources.patched_tree(
+                'ceilometer', os.path.join(base, 'patched'),
+                os.path.join(base, 'patch.log'))
+        env = pike_sources.pike_env(venv, extra)
+        self.dispatcher_file = pike_sources.module_file(
+            venv, 'ceilometer.dispatcher.gnocchi', env)
+        if (self.dispatcher == 'patched') == self.dispatcher_file.startswith(
+                venvs.cache_root()):
+            raise RuntimeError('%s: gnocchi dispatcher loaded from %s'
+                               % (self.name, self.dispatcher_file))
+        # The resource types are the current agent's ceilometer-upgrade's
+        # (a superset of Pike's); Pike's own upgrade is not run.
+        self.service = self.useFixture(processes.Service(
+            'pike-ceilometer-%s' % self.name,
+            [os.path.join(venv, 'bin', 'ceilometer-agent-notification'),
+             '--config-file', conf, '--log-file', self.log],
+            os.path.join(base, 'stdout.log'), cwd=base, env=env))
+        self.pid = self.service.pid
+        services.wait_agent_consuming(self.service, self.name,
+                                      self.transport_url, self.topic,
+                                      self.gnocchi_url)
+        with open(pipeline) as f:
+            self.pipeline = f.read()
+        LOG.info('Pike ceilometer %s (%s dispatcher): topic %s', self.name,
+                 self.dispatcher, self.topic)

@@ -1,0 +1,163 @@
+"""Pike's glance-api 15.0.2 on CPython 2.7 with the fastsheep plugin.
+
+Its standalone eventlet server, enabled the way README tells Pike
+operators, over the sheepdog emulator. Beside it runs a second Pike
+glance-api on glance_store 0.22.0's in-tree driver, unmodified: what it
+writes is what Pike clouds already hold, and fastsheep must serve it.
+"""
+
+import hashlib
+import json
+import subprocess
+import uuid
+
+import requests
+
+from fastpath_integration.tests import base
+from fastpath_integration.tests import test_glance
+
+HEADERS = {
+    'X-Identity-Status': 'Confirmed',
+    'X-Roles': 'admin,member,reader',
+    'X-Tenant-Id': 'fastpath-project',
+    'X-Project-Id': 'fastpath-project',
+    'X-User-Id': 'fastpath-user',
+}
+MIB = 1024 * 1024
+SIZE = 9 * MIB + 12345
+TIMEOUT = 120
+
+
+class PikeGlanceClient(object):
+    """The few v2 calls the tests make against one glance-api."""
+
+    def __init__(self, test, url):
+        self.test = test
+        self.url = url
+        self.session = requests.Session()
+        self.session.headers.update(HEADERS)
+        test.addCleanup(self.session.close)
+
+    def create(self):
+        resp = self.session.post(
+            self.url + '/v2/images', json={
+                'name': 'fastpath-pike-%s' % uuid.uuid4().hex[:8],
+                'disk_format': 'raw', 'container_format': 'bare'},
+            timeout=TIMEOUT)
+        self.test.assertEqual(201, resp.status_code, resp.text)
+        image = resp.json()
+        self.test.addCleanup(self.session.delete,
+                             self.url + '/v2/images/' + image['id'],
+                             timeout=TIMEOUT)
+        return image
+
+    def upload(self, image_id, data):
+        resp = self.session.put(
+            self.url + '/v2/images/%s/file' % image_id, data=data,
+            headers={'Content-Type': 'application/octet-stream'},
+            timeout=TIMEOUT)
+        self.test.assertEqual(204, resp.status_code, resp.text)
+
+    def show(self, image_id):
+        resp = self.session.get(self.url + '/v2/images/' + image_id,
+                                timeout=TIMEOUT)
+        self.test.assertEqual(200, resp.status_code, resp.text)
+        return resp.json()
+
+    def download(self, image_id):
+        resp = self.session.get(self.url + '/v2/images/%s/file' % image_id,
+                                timeout=TIMEOUT)
+        self.test.assertEqual(200, resp.status_code, resp.text[:200])
+        return resp.content
+
+    def delete(self, image_id):
+        return self.session.delete(self.url + '/v2/images/' + image_id,
+                                   timeout=TIMEOUT)
+
+
+class PikeGlanceTestCase(base.IntegrationTestCase):
+
+    def setUp(self):
+        super(PikeGlanceTestCase, self).setUp()
+        self.emulator = self.env['emulator']
+        self.fast = PikeGlanceClient(self, self.env['glance_pike']['url'])
+        self.intree = PikeGlanceClient(
+            self, self.env['glance_pike_intree']['url'])
+
+    def vdi_exists(self, name):
+        out = subprocess.run(
+            [self.emulator['FASTPATH_SHEEPDOG_COMMAND'], 'vdi', 'list', '-r',
+             '-a', self.emulator['FASTPATH_SHEEPDOG_ADDRESS'],
+             '-p', self.emulator['FASTPATH_SHEEPDOG_PORT'], name],
+            capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(0, out.returncode, out.stderr)
+        return any(line.split(' ')[1:2] == [name]
+                   for line in out.stdout.decode().splitlines())
+
+    def test_stores_as_configured(self):
+        """Each glance-api runs the driver its configuration names."""
+        with open(self.env['glance_pike']['conf']) as f:
+            conf = f.read()
+        self.assertIn('stores = file,http,fastsheep', conf)
+        self.assertIn('default_store = sheepdog', conf)
+        with open(self.env['glance_pike_intree']['conf']) as f:
+            self.assertIn('stores = file,http,sheepdog', f.read())
+
+    def test_upload_download_delete(self):
+        data = test_glance.payload(SIZE, self.id())
+        image = self.fast.create()
+        self.fast.upload(image['id'], data)
+        image = self.fast.show(image['id'])
+        self.assertEqual('active', image['status'])
+        self.assertEqual(SIZE, image['size'])
+        self.assertEqual(hashlib.md5(data).hexdigest(), image['checksum'])
+        location = 'sheepdog://%s:%s:%s' % (
+            self.emulator['FASTPATH_SHEEPDOG_ADDRESS'],
+            self.emulator['FASTPATH_SHEEPDOG_PORT'], image['id'])
+        self.assertEqual(location, image['direct_url'])
+        self.assertTrue(self.vdi_exists(image['id']))
+
+        body = self.fast.download(image['id'])
+        self.assertEqual(len(data), len(body))
+        self.assertEqual(hashlib.sha256(data).hexdigest(),
+                         hashlib.sha256(body).hexdigest())
+
+        resp = self.fast.delete(image['id'])
+        self.assertEqual(204, resp.status_code, resp.text)
+        self.assertEqual(404, self.fast.session.get(
+            self.fast.url + '/v2/images/' + image['id'],
+            timeout=TIMEOUT).status_code)
+        self.assertFalse(self.vdi_exists(image['id']))
+
+    def test_intree_written_image_read_by_fastsheep(self):
+        """The in-tree Pike driver writes; the plugin serves the location.
+
+        The location is the one the in-tree glance-api recorded, added
+        unchanged to an image of the fastsheep glance-api.
+        """
+        data = test_glance.payload(3 * MIB + 5, self.id())
+        written = self.intree.create()
+        self.intree.upload(written['id'], data)
+        written = self.intree.show(written['id'])
+        self.assertEqual('active', written['status'])
+        self.assertTrue(self.vdi_exists(written['id']))
+
+        image = self.fast.create()
+        resp = self.fast.session.patch(
+            self.fast.url + '/v2/images/' + image['id'],
+            data=json.dumps([{
+                'op': 'add', 'path': '/locations/-',
+                'value': {'url': written['direct_url'], 'metadata': {}}}]),
+            headers={'Content-Type':
+                     'application/openstack-images-v2.1-json-patch'},
+            timeout=TIMEOUT)
+        self.assertEqual(200, resp.status_code, resp.text)
+        image = self.fast.show(image['id'])
+        self.assertEqual('active', image['status'])
+        self.assertEqual(len(data), image['size'])
+        body = self.fast.download(image['id'])
+        self.assertEqual(hashlib.sha256(data).hexdigest(),
+                         hashlib.sha256(body).hexdigest())
+        # And the in-tree driver still reads what it wrote.
+        self.assertEqual(hashlib.sha256(data).hexdigest(), hashlib.sha256(
+            self.intree.download(written['id'])).hexdigest())
