@@ -86,8 +86,7 @@ class PostgreSQL(fixtures.Fixture):
     """
 
     def __init__(self, rundir,
-                 databases=('gnocchi', 'glance', 'glance_eventlet',
-                            'glance_pike', 'glance_pike_intree')):
+                 databases=('gnocchi', 'glance', 'glance_eventlet')):
         super(PostgreSQL, self).__init__()
         self.rundir = rundir
         self.databases = databases
@@ -625,7 +624,7 @@ class Harness(fixtures.Fixture):
             for key, store in (('glance_pike', 'fastsheep'),
                                ('glance_pike_intree', 'sheepdog')):
                 glance = self.useFixture(pike_glance.PikeGlance(
-                    self.rundir, pg.urls[key], store_env, store=store))
+                    self.rundir, store_env, store=store))
                 self.info[key] = {'url': glance.url, 'store': store,
                                   'conf': glance.conf, 'pid': glance.pid,
                                   'driver_file': glance.driver_file,

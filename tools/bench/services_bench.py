@@ -15,7 +15,7 @@ The integration harness's own fixtures start everything on loopback, side
 by side in one run, and stop it all at the end:
 
 * three Pike glance-api 15.0.2 (standalone eventlet server, one worker,
-  PostgreSQL) over one sheepdog emulator: glance_store 0.22.0's in-tree
+  SQLite) over one sheepdog emulator: glance_store 0.22.0's in-tree
   driver (``pike``), the same with patches/glance_store pushed
   (``patched``), and fastsheep enabled the Pike way (``plugin``);
 * RabbitMQ and gnocchi, and one notification agent at a time: Pike's
@@ -218,7 +218,7 @@ class _Section(object):
         self._row('api_get_ceiling', mb_s=round(size / wall / MB, 1),
                   size=size)
 
-    def glance_rows(self, stack, rundir, pg, emulator):
+    def glance_rows(self, stack, rundir, emulator):
         from fastpath_integration.harness import pike_glance
         source = os.path.join(rundir, 'image.raw')
         self._progress('writing a %d MiB source image', self.size // MIB)
@@ -232,8 +232,7 @@ class _Section(object):
             try:
                 self._progress('starting Pike glance-api (%s)', store)
                 glance = stack.useFixture(pike_glance.PikeGlance(
-                    rundir, pg.urls['glance_%s' % cfg], emulator,
-                    store=store))
+                    rundir, emulator, store=store))
                 path, size = ((small, small_size) if store != 'fastsheep'
                               else (source, self.size))
                 image = self._put(cfg, glance, path, size)
@@ -401,12 +400,11 @@ class _Section(object):
                 for service in (pike_glance.VENV, pike_ceilometer.VENV):
                     pike_sources.install_project(service, log)
                 services.Harness(rundir).install_project()
-                pg = stack.useFixture(services.PostgreSQL(
-                    rundir, databases=('gnocchi', 'glance_pike',
-                                       'glance_patched', 'glance_plugin')))
                 emulator = stack.useFixture(
                     services.SheepdogEmulator(rundir)).env
-                self.glance_rows(stack, rundir, pg, emulator)
+                self.glance_rows(stack, rundir, emulator)
+                pg = stack.useFixture(services.PostgreSQL(
+                    rundir, databases=('gnocchi',)))
                 rabbit = stack.useFixture(services.RabbitMQ(rundir))
                 gnocchi = stack.useFixture(services.Gnocchi(
                     rundir, pg.urls['gnocchi']))
