@@ -37,6 +37,7 @@ SECTIONS = (
     'readahead_bench',
     'metriccache_bench',
     'fnmatch_bench',
+    'services_bench',
 )
 
 

@@ -109,7 +109,50 @@ def _lookup(section, name, title, what, rows, chart=None):
                     chart=chart, log_scale=True)
 
 
+def _api(name, title, what, verb, chart):
+    pike = 'Pike in-tree driver'
+    rows = [row(pike, 'api_%s_pike_py27' % verb),
+            row('Pike tree + patches/glance_store',
+                'api_%s_patched_py27' % verb, vs=pike),
+            row('fastsheep plugin', 'api_%s_plugin_py27' % verb, vs=pike)]
+    if verb == 'get':
+        rows.append(row('ceiling: dog vdi read | dd', 'api_get_ceiling',
+                        vs=pike))
+    return Question('services', name, title, what,
+                    [('MB/s', 'mb_s'), ('glance-api CPU s', 'cpu_s'),
+                     ('peak RSS MiB', 'peak_rss_mib'), ('bytes', 'size')],
+                    rows, ratio='mb_s', chart=chart)
+
+
 QUESTIONS = [
+    _api('api_get', 'Download through Pike glance-api (CPython 2.7)',
+         'One image streamed over HTTP (v2) from Pike glance-api 15.0.2, '
+         'eventlet, one worker, over the sheepdog emulator; byte count and '
+         'sha256 checked; vs: MB/s over the in-tree driver\'s.',
+         'get', 'api_download_mb_s'),
+    _api('api_put', 'Upload through Pike glance-api (CPython 2.7)',
+         'The same image uploaded through the v2 API; glance hashes it '
+         '(md5 without OpenSSL on this 2.7); vs: MB/s over the in-tree '
+         'driver\'s.', 'put', 'api_upload_mb_s'),
+    Question(
+        'services', 'agent_cpu', 'Notification agent CPU for one burst',
+        'CPU seconds of ceilometer-agent-notification from the first sample '
+        'until every measure is in gnocchi (real RabbitMQ and gnocchi); '
+        'vs: stock CPU over this row\'s.',
+        [('CPU s', 'cpu_s'), ('wall s', 'wall_s'), ('samples', 'samples'),
+         ('peak RSS MiB', 'peak_rss_mib')],
+        [row('Pike 9.0.7 stock dispatcher, 2.7', 'agent_cpu_pike_py27'),
+         row('Pike 9.0.7 + patches/ceilometer, 2.7',
+             'agent_cpu_patched_py27',
+             vs='Pike 9.0.7 stock dispatcher, 2.7'),
+         row('Pike 9.0.7 + metric-cache plugin, 2.7',
+             'agent_cpu_plugin_py27',
+             vs='Pike 9.0.7 stock dispatcher, 2.7'),
+         row('current ceilometer, gnocchi://', 'agent_cpu_stock_current'),
+         row('current ceilometer, gnocchi-metriccache://',
+             'agent_cpu_plugin_current',
+             vs='current ceilometer, gnocchi://')],
+        ratio='cpu_s', higher_is_better=False, chart='agent_cpu_s'),
     _throughput(
         'sheepdog', 'download', 'Download through the store driver',
         'get() of one image on the emulator, consumed whole and checked '
