@@ -29,7 +29,7 @@ function install_fastpath {
 function install_fastpath_emulator {
     mkdir -p "$FASTPATH_EMULATOR_DIR"
     "$(_fastpath_python)" -m sheepdog_emulator.emulator \
-        --emulator-admin --root "$FASTPATH_EMULATOR_DIR" \
+        --root "$FASTPATH_EMULATOR_DIR" \
         --address "$FASTPATH_SHEEPDOG_ADDRESS" \
         --port "$FASTPATH_SHEEPDOG_PORT" \
         setup --bin "$FASTPATH_EMULATOR_DIR/bin"

@@ -671,7 +671,7 @@ class SheepdogEmulator(fixtures.Fixture):
             # The emulator module itself: the fixture module needs the
             # test-only ``fixtures`` library, which glance's venv lacks.
             python, '-m', 'sheepdog_emulator.emulator',
-            '--emulator-admin', '--root', root, '--address', '127.0.0.1',
+            '--root', root, '--address', '127.0.0.1',
             '--port', str(port),
             'setup', '--bin', os.path.join(root, 'bin')],
             log=os.path.join(self.rundir, 'emulator-setup.log'),

@@ -25,6 +25,7 @@ import fixtures
 from oslotest import base
 
 from glance_store_fastsheep.tests import emulator_fixture
+from sheepdog_emulator import cluster
 from sheepdog_emulator import emulator
 
 MIB = 1 << 20
@@ -37,7 +38,7 @@ class EmulatorTestCase(base.BaseTestCase):
         super(EmulatorTestCase, self).setUp()
         self.emu = self.useFixture(emulator_fixture.SheepdogEmulator())
         # Knob env overrides of the outer environment must not leak in.
-        for name in emulator.KNOBS:
+        for name in cluster.KNOBS:
             self.useFixture(fixtures.EnvironmentVariable(
                 'SHEEPDOG_EMULATOR_' + name.upper()))
         self.useFixture(fixtures.EnvironmentVariable('SHEEPDOG_DOG_ADDR'))
@@ -283,9 +284,11 @@ class TestReadWrite(EmulatorTestCase):
         target = os.path.join(self.useFixture(fixtures.TempDir()).path,
                               'out')
         with open(target, 'wb') as dst:
-            proc = subprocess.run([self.emu.dog_path, 'vdi', 'read', 'img'],
-                                  stdout=dst, stderr=subprocess.PIPE)
-        self.assertEqual(0, proc.returncode, proc.stderr)
+            proc = subprocess.Popen([self.emu.dog_path, 'vdi', 'read',
+                                     'img'],
+                                    stdout=dst, stderr=subprocess.PIPE)
+            err = proc.communicate()[1]
+        self.assertEqual(0, proc.returncode, err)
         with open(target, 'rb') as src:
             self.assertEqual(self.data, src.read())
 
@@ -301,10 +304,11 @@ class TestReadWrite(EmulatorTestCase):
         with open(source, 'wb') as dst:
             dst.write(payload)
         with open(source, 'rb') as src:
-            proc = subprocess.run([self.emu.dog_path, 'vdi', 'write', 'img',
-                                   '0', str(len(payload))],
-                                  stdin=src, stderr=subprocess.PIPE)
-        self.assertEqual(0, proc.returncode, proc.stderr)
+            proc = subprocess.Popen([self.emu.dog_path, 'vdi', 'write',
+                                     'img', '0', str(len(payload))],
+                                    stdin=src, stderr=subprocess.PIPE)
+            err = proc.communicate()[1]
+        self.assertEqual(0, proc.returncode, err)
         self.assertEqual(payload + self.data[len(payload):],
                          self.emu.vdi_bytes('img'))
 
@@ -542,11 +546,35 @@ class TestKnobs(EmulatorTestCase):
                        stdin=payload)
         self.assertEqual(payload, self.emu.vdi_bytes('img')[7:7 + 2 * OBJ])
 
+    def test_invocation_cost_is_on_by_default(self):
+        # What every real `dog vdi read|write` pays: a lookup and a read
+        # of the whole inode object, whatever range is asked.
+        knobs = cluster.load_knobs(self.emu.cluster)
+        self.assertEqual(cluster.SD_INODE_SIZE, knobs['inode_read_bytes'])
+        self.assertGreater(cluster.SD_INODE_SIZE, 4 * MIB)
+        self.assertLess(cluster.SD_INODE_SIZE, 4 * MIB + 64 * 1024)
+        self.assertGreater(knobs['lookup_ms'], 0)
+        self.assertIsNone(knobs.get('object_service_ms'))
+
+    def test_invocation_cost_keeps_bytes_exact(self):
+        # A VDI smaller than the inode object: the inode read wraps round
+        # its data file and the range still comes back exact.
+        self.emu.create_vdi('tiny', b'0123456789')
+        out, err = self.assertDog(['vdi', 'read', 'tiny', '3', '4'])
+        self.assertEqual(b'3456', out)
+        self.assertDog(['vdi', 'write', 'tiny', '2', '3'], stdin=b'abc')
+        self.assertEqual(b'01abc56789', self.emu.vdi_bytes('tiny'))
+        self.emu.set_knobs(inode_read_bytes=0, lookup_ms=0)
+        knobs = cluster.load_knobs(self.emu.cluster)
+        self.assertFalse(knobs['inode_read_bytes'])
+        out, err = self.assertDog(['vdi', 'read', 'tiny', '0', '2'])
+        self.assertEqual(b'01', out)
+
     def test_knob_parsing(self):
         self.emu.set_knobs(latency_ms=5, fail_ops=['write'])
         self.useFixture(fixtures.EnvironmentVariable(
             'SHEEPDOG_EMULATOR_FAIL_OPS', 'create, read'))
-        knobs = emulator.load_knobs(self.emu.cluster)
+        knobs = cluster.load_knobs(self.emu.cluster)
         self.assertEqual(5.0, knobs['latency_ms'])
         self.assertEqual(['create', 'read'], knobs['fail_ops'])
         self.assertRaises(ValueError, self.emu.set_knobs, no_such_knob=1)
@@ -566,35 +594,72 @@ class TestKnobs(EmulatorTestCase):
 
 class TestSetUp(base.BaseTestCase):
 
+    def _admin(self, *args):
+        """Run the sheepdog-emulator console entry: (status, stdout)."""
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'sheepdog_emulator.emulator'] +
+            list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = proc.communicate()
+        self.assertEqual(0, proc.returncode, err)
+        return out
+
     def test_admin_cli_and_env_root(self):
         root = self.useFixture(fixtures.TempDir()).path
         bin_dir = os.path.join(root, 'bin')
-        proc = subprocess.run(
-            [sys.executable, '-m',
-             'glance_store_fastsheep.tests.emulator_fixture', '--root', root,
-             '--port', '7100', 'setup', '--bin', bin_dir],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.assertEqual(0, proc.returncode, proc.stderr)
-        self.assertIn(b'export PATH=%s:' % bin_dir.encode(), proc.stdout)
+        out = self._admin('--root', root, '--port', '7100', 'setup',
+                          '--bin', bin_dir)
+        self.assertIn(('export PATH=%s:' % bin_dir).encode('utf-8'), out)
         dog = os.path.join(bin_dir, 'dog')
         self.assertEqual(0, subprocess.call([dog, 'vdi', 'create', '-p',
                                              '7100', 'img', '1M']))
         self.assertTrue(os.path.exists(os.path.join(
             root, '127.0.0.1:7100', 'vdis', 'img')))
-        # Run directly (no baked root), the emulator takes the env root.
+        # Run directly (no baked root), the program takes the env root.
         env = dict(os.environ, SHEEPDOG_EMULATOR_ROOT=root)
-        proc = subprocess.run(
-            [sys.executable, '-S', '-E', emulator.__file__.replace(
-                '.pyc', '.py'), 'vdi', 'list', '-r', '-p', '7100'],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.assertEqual(0, proc.returncode, proc.stderr)
-        self.assertTrue(proc.stdout.startswith(b'= img 0 1048576 '))
-        subprocess.check_call(
-            [sys.executable, '-m',
-             'glance_store_fastsheep.tests.emulator_fixture', '--root', root,
-             '--port', '7100', 'down'])
-        self.assertEqual(2, subprocess.call(
-            [dog, 'vdi', 'list', '-p', '7100'], stderr=subprocess.DEVNULL))
+        parent = os.path.dirname(os.path.dirname(
+            os.path.abspath(emulator.__file__)))
+        proc = subprocess.Popen(
+            [emulator.python_for_wrappers(), '-S', '-E', '-m',
+             'sheepdog_emulator.dog', 'vdi', 'list', '-r', '-p', '7100'],
+            cwd=parent, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+        out, err = proc.communicate()
+        self.assertEqual(0, proc.returncode, err)
+        self.assertTrue(out.startswith(b'= img 0 1048576 '))
+        self._admin('--root', root, '--port', '7100', 'down')
+        with open(os.devnull, 'wb') as devnull:
+            self.assertEqual(2, subprocess.call(
+                [dog, 'vdi', 'list', '-p', '7100'], stderr=devnull))
+
+    def test_dog_has_no_admin_path(self):
+        # One admin entry point: the sheepdog-emulator console script.
+        root = self.useFixture(fixtures.TempDir()).path
+        self._admin('--root', root, 'setup', '--bin', root)
+        rc = subprocess.call([os.path.join(root, 'dog'), '--emulator-admin',
+                              '--root', root, 'down'],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(64, rc)
+        self.assertFalse(os.path.exists(os.path.join(
+            root, '127.0.0.1:7000', 'DOWN')))
+
+    def test_wrappers_exec_python3(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        dog = emulator.install_wrappers(root, root, names=('dog',))[0]
+        with open(dog) as src:
+            shebang = src.readline()
+        self.assertTrue(shebang.startswith('#!'))
+        self.assertTrue(shebang.rstrip().endswith(' -SE'))
+        version = subprocess.check_output(
+            [shebang[2:].split()[0], '-c',
+             'import sys; print(sys.version_info[0])'])
+        self.assertEqual(b'3', version.strip())
+
+    def test_python_for_wrappers_from_env(self):
+        python3 = emulator.python_for_wrappers()
+        self.useFixture(fixtures.EnvironmentVariable(
+            emulator.PYTHON_ENV, python3))
+        self.assertEqual(os.path.realpath(python3),
+                         emulator.python_for_wrappers())
 
     def test_put_on_path(self):
         emu = self.useFixture(emulator_fixture.SheepdogEmulator(
@@ -605,8 +670,8 @@ class TestSetUp(base.BaseTestCase):
         self.assertEqual(['img'], emu.list_vdis())
 
     def test_encode_name(self):
-        names = ['a', 'a/b', '../x', '.x', 'sp ace', '\u00e9', 'x' * 255]
-        encoded = [emulator.encode_name(n) for n in names]
+        names = ['a', 'a/b', '../x', '.x', 'sp ace', u'\u00e9', 'x' * 255]
+        encoded = [cluster.encode_name(n) for n in names]
         self.assertEqual(len(set(encoded)), len(encoded))
         for enc in encoded:
             self.assertNotIn('/', enc)
@@ -617,11 +682,11 @@ class TestSetUp(base.BaseTestCase):
     def test_small_json_reader_agrees_with_json(self):
         import json
         for value in ({}, [], {'a': 1, 'b': [1, 2.5, 'x', None, True, False],
-                               'c': 'q"\\\n\u00e9\t/', 'd': -3, 'e': 1e-3,
+                               'c': u'q"\\\n\u00e9\t/', 'd': -3, 'e': 1e-3,
                                'f': [[], {}]}):
             for text in (json.dumps(value), json.dumps(value, indent=2),
                          json.dumps(value, ensure_ascii=False)):
-                self.assertEqual(value, emulator._parse_json(text))
+                self.assertEqual(value, cluster._parse_json(text))
         for bad in ('{', '{"a" 1}', '[1 2]', 'tru', '{"a": 1} x'):
             self.assertRaises((ValueError, IndexError, KeyError),
-                              emulator._parse_json, bad)
+                              cluster._parse_json, bad)
