@@ -13,7 +13,9 @@
 
 import os
 import sys
+import time
 
+import fixtures
 from glance_store import exceptions
 
 from glance_store_fastsheep import readahead
@@ -24,17 +26,38 @@ OBJECT = 4 * base.MIB
 WINDOW = 2 * OBJECT  # sheepdog_store_read_window = 8 (MiB)
 
 
-class ReadAheadTest(base.FunctionalTestCase):
+class _AllReaders(readahead.ReaderRamp):
+    """The configured maximum from the start: the windows, not timing."""
+
+    def __init__(self, maximum, clock=None):
+        super(_AllReaders, self).__init__(maximum)
+        self.level = maximum
+        self.settled = True
+
+
+class _OneReader(readahead.ReaderRamp):
+    """Settled at one reader from the start, as on a hot cache."""
+
+    def __init__(self, maximum, clock=None):
+        super(_OneReader, self).__init__(maximum)
+        self.settled = True
+
+
+class _Base(base.FunctionalTestCase):
 
     READ_SIZE = 256 * base.KIB
+    RAMP = None
 
     def make_conf(self, **overrides):
         overrides.setdefault('sheepdog_store_read_concurrency', 3)
         overrides.setdefault('sheepdog_store_read_window', 8)
-        return super(ReadAheadTest, self).make_conf(**overrides)
+        return super(_Base, self).make_conf(**overrides)
 
     def setUp(self):
-        super(ReadAheadTest, self).setUp()
+        super(_Base, self).setUp()
+        if self.RAMP is not None:
+            self.useFixture(fixtures.MockPatchObject(readahead, 'ReaderRamp',
+                                                     self.RAMP))
         self.data = os.urandom(5 * WINDOW + OBJECT + 12345)
         self.sheep.create_vdi('img', self.data)
 
@@ -49,6 +72,12 @@ class ReadAheadTest(base.FunctionalTestCase):
 
     def reads(self):
         return [(int(c[-2]), int(c[-1])) for c in self.sheep.calls('read')]
+
+
+class ReadAheadTest(_Base):
+    """The window machinery, with every configured reader from the start."""
+
+    RAMP = _AllReaders
 
     def test_windows_helper(self):
         self.assertEqual([(3, 8 - 3), (8, 8), (16, 2)],
@@ -152,4 +181,52 @@ class ReadAheadTest(base.FunctionalTestCase):
         self.assertNotIsInstance(stream, readahead.ReadAheadStream)
         self.assertEqual(self.data, b''.join(stream))
         self.assertEqual([(0, len(self.data))], self.reads())
+        self.assertNothingLeft(['img'])
+
+
+class OneReaderTest(_Base):
+    """Once one reader is enough, one process reads the rest."""
+
+    RAMP = _OneReader
+
+    def test_one_process_for_the_rest(self):
+        stream, _length = self.sd.get(self.location('img'))
+        self.assertIsInstance(stream, readahead.ReadAheadStream)
+        self.assertEqual(self.data, b''.join(stream))
+        # Settled before the first window: one process for all of it.
+        self.assertEqual([(0, len(self.data))], self.reads())
+        self.assertNothingLeft(['img'])
+
+    def test_the_rest_is_held_to_one_window(self):
+        stream, _length = self.sd.get(self.location('img'))
+        self.addCleanup(stream.close)
+        iterator = iter(stream)
+        got = [next(iterator)]
+        # The consumer stalls: the reader of the range fills one window
+        # of queue and then waits, instead of buffering all of it.
+        fetch = stream._gen.gi_frame.f_locals['fetches'][0]
+        self.assertEqual(len(self.data), fetch.length)
+        deadline = time.time() + 10
+        while fetch.queued + self.READ_SIZE <= WINDOW and \
+                time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        self.assertLessEqual(fetch.queued, WINDOW)
+        self.assertGreater(fetch.queued + self.READ_SIZE, WINDOW)
+        got.extend(iterator)
+        self.assertEqual(self.data, b''.join(got))
+        self.assertNothingLeft(['img'])
+
+
+class RampTest(_Base):
+    """The real ramp, where each object costs the readers 40 ms."""
+
+    def test_readers_added_while_the_consumer_waits(self):
+        self.sheep.set_knobs(object_service_ms=40)
+        stream, _length = self.sd.get(self.location('img'))
+        self.assertEqual(self.data, b''.join(stream))
+        # More than one reader paid, so every window kept its own
+        # process (one reader would have read the rest in one).
+        self.assertEqual(list(readahead.windows(0, len(self.data), WINDOW)),
+                         sorted(self.reads()))
         self.assertNothingLeft(['img'])

@@ -58,3 +58,81 @@ class BufferPoolTest(base.BaseTestCase):
             self.assertIsInstance(buffer, mmap.mmap)
         else:
             self.assertIsInstance(buffer, bytearray)
+
+
+class _Clock(object):
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+class ReaderRampTest(base.BaseTestCase):
+    """Readers are added only while the consumer waits and a reader pays."""
+
+    MIB = 1 << 20
+
+    def setUp(self):
+        super(ReaderRampTest, self).setUp()
+        self.clock = _Clock()
+        self.received = 0
+        self.waited = 0.0
+
+    def run_sample(self, ramp, rate_mib_s, starved, seconds=0.1):
+        """One sample at rate MiB/s; returns the level the ramp chose.
+
+        The consumer waits for bytes a fraction ``starved`` of the time.
+        """
+        ramp.sample(self.received, self.waited)
+        self.clock.now += seconds
+        self.received += int(rate_mib_s * self.MIB * seconds)
+        self.waited += starved * seconds
+        return ramp.sample(self.received, self.waited)
+
+    def test_one_reader_when_the_consumer_sets_the_pace(self):
+        ramp = readahead.ReaderRamp(4, clock=self.clock)
+        self.assertEqual(1, self.run_sample(ramp, 600, 0.05))
+        self.assertTrue(ramp.settled)
+        # Settled: no later sample changes it.
+        self.assertEqual(1, self.run_sample(ramp, 100, 0.9))
+
+    def test_adds_readers_while_each_raises_the_rate(self):
+        ramp = readahead.ReaderRamp(4, clock=self.clock)
+        self.assertEqual(2, self.run_sample(ramp, 300, 0.7))
+        self.assertEqual(3, self.run_sample(ramp, 550, 0.5))
+        self.assertEqual(4, self.run_sample(ramp, 800, 0.4))
+        self.assertFalse(ramp.settled)
+        # Never beyond the configured maximum.
+        self.assertEqual(4, self.run_sample(ramp, 1000, 0.4))
+        self.assertTrue(ramp.settled)
+
+    def test_a_reader_that_does_not_pay_is_given_back(self):
+        ramp = readahead.ReaderRamp(8, clock=self.clock)
+        self.assertEqual(2, self.run_sample(ramp, 300, 0.7))
+        self.assertEqual(3, self.run_sample(ramp, 500, 0.5))
+        # The third reader added under 10%: back to two, for good.
+        self.assertEqual(2, self.run_sample(ramp, 520, 0.5))
+        self.assertTrue(ramp.settled)
+        self.assertEqual(2, self.run_sample(ramp, 100, 0.9))
+
+    def test_short_samples_decide_nothing(self):
+        # Too short in time; too few bytes.
+        for rate, seconds in ((2000, 0.01), (10, 0.5)):
+            ramp = readahead.ReaderRamp(4, clock=self.clock)
+            self.assertEqual(1, self.run_sample(ramp, rate, 0.9, seconds))
+            self.assertFalse(ramp.settled)
+
+    def test_start_up_is_not_sampled(self):
+        ramp = readahead.ReaderRamp(4, clock=self.clock)
+        # Readers not all sending yet: no sample starts.
+        ramp.sample(0, 0.0, ready=False)
+        self.clock.now += 1.0
+        self.assertEqual(1, ramp.sample(0, 0.9, ready=False))
+        self.assertEqual(2, self.run_sample(ramp, 300, 0.7))
+
+    def test_a_maximum_of_one_is_settled(self):
+        ramp = readahead.ReaderRamp(1, clock=self.clock)
+        self.assertTrue(ramp.settled)
+        self.assertEqual(1, self.run_sample(ramp, 10, 1.0))
