@@ -25,6 +25,7 @@ wrapper scripts by ``install_wrappers``)::
     <root>/<addr>:<port>/cluster.json
     <root>/<addr>:<port>/knobs.json  optional
     <root>/<addr>:<port>/DOWN        present: the daemon is "down"
+    <root>/<addr>:<port>/inode       sparse, read per vdi read/write
     <root>/<addr>:<port>/vdis/<enc>  sparse data file, size = VDI size
     <root>/<addr>:<port>/meta/<enc>  JSON sidecar: vid, ctime, copies...
 """
@@ -259,6 +260,10 @@ class Cluster(object):
         info.setdefault('block_size_shift', DEFAULT_SHIFT)
         info.setdefault('nodes', [addr_to_str(self.addr, self.port)])
         return info
+
+    def inode_path(self):
+        """A sparse file of SD_INODE_SIZE: what every transfer reads."""
+        return os.path.join(self.path, 'inode')
 
     def data_path(self, name):
         return os.path.join(self.path, 'vdis', encode_name(name))

@@ -55,6 +55,7 @@ from sheepdog_emulator.cluster import DEFAULT_PORT
 from sheepdog_emulator.cluster import DEFAULT_SHIFT
 from sheepdog_emulator.cluster import fnv1a64
 from sheepdog_emulator.cluster import load_knobs
+from sheepdog_emulator.cluster import SD_INODE_SIZE
 from sheepdog_emulator.cluster import SD_MAX_VDI_LEN
 from sheepdog_emulator.cluster import used_bytes
 
@@ -535,32 +536,34 @@ def recv_range(dst, pos, count):
     return got
 
 
-def charge_invocation(ctx, path, size):
+def charge_invocation(ctx):
     """Pay what a real `dog vdi read|write` pays before its first byte.
 
     dog/vdi.c looks the VDI up by name and then reads the whole inode
     object, SD_INODE_SIZE bytes, whatever range is asked: splitting one
     transfer into N invocations pays this N times. The lookup is a sleep
-    (lookup_ms); the inode read reads inode_read_bytes of the VDI's data
-    file (from its start, wrapping round a small VDI) through a buffer, as
-    the real one comes from the sheep's store.
+    (lookup_ms); the inode read reads inode_read_bytes through a buffer
+    from the cluster's inode file (sparse, SD_INODE_SIZE bytes, wrapping
+    round), as the real one comes from the sheep's store.
     """
     _sleep_ms(ctx.knobs.get('lookup_ms'))
     left = ctx.knobs.get('inode_read_bytes') or 0
-    if size <= 0 or left <= 0:
+    if left <= 0:
         return
-    buf = bytearray(min(left, _COPY_BUF))
-    view = memoryview(buf)
-    pos = 0
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(ctx.cluster.inode_path(), os.O_RDWR | os.O_CREAT, 0o644)
     try:
+        if os.fstat(fd).st_size != SD_INODE_SIZE:
+            os.ftruncate(fd, SD_INODE_SIZE)
+        buf = bytearray(min(left, _COPY_BUF))
+        view = memoryview(buf)
+        pos = 0
         while left > 0:
-            want = min(left, len(buf), size - pos)
+            want = min(left, len(buf), SD_INODE_SIZE - pos)
             done = os.preadv(fd, [view[:want]], pos)
             if done <= 0:
                 break
             left -= done
-            pos = (pos + done) % size
+            pos = (pos + done) % SD_INODE_SIZE
     finally:
         os.close(fd)
 
@@ -574,8 +577,7 @@ class _Transfer(object):
         self.fd = _open_vdi(ctx, self.name,
                             os.O_RDONLY if reading else os.O_WRONLY)
         self.size = os.fstat(self.fd).st_size
-        charge_invocation(ctx, ctx.cluster.data_path(self.name),
-                          self.size)
+        charge_invocation(ctx)
         if self.offset > self.size:
             return
         left = self.size - self.offset

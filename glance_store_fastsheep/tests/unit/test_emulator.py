@@ -557,13 +557,16 @@ class TestKnobs(EmulatorTestCase):
         self.assertIsNone(knobs.get('object_service_ms'))
 
     def test_invocation_cost_keeps_bytes_exact(self):
-        # A VDI smaller than the inode object: the inode read wraps round
-        # its data file and the range still comes back exact.
+        # A VDI much smaller than the inode object: the range still
+        # comes back exact, and the inode read leaves the cluster's
+        # inode file a sparse SD_INODE_SIZE.
         self.emu.create_vdi('tiny', b'0123456789')
         out, err = self.assertDog(['vdi', 'read', 'tiny', '3', '4'])
         self.assertEqual(b'3456', out)
         self.assertDog(['vdi', 'write', 'tiny', '2', '3'], stdin=b'abc')
         self.assertEqual(b'01abc56789', self.emu.vdi_bytes('tiny'))
+        self.assertEqual(cluster.SD_INODE_SIZE, os.path.getsize(
+            self.emu.cluster.inode_path()))
         self.emu.set_knobs(inode_read_bytes=0, lookup_ms=0)
         knobs = cluster.load_knobs(self.emu.cluster)
         self.assertFalse(knobs['inode_read_bytes'])
