@@ -165,14 +165,15 @@ Related options:
                default=DEFAULT_READ_CONCURRENCY,
                help="""Most ``dog vdi read`` processes per download at once.
 
-With more than 1, a download longer than one window is cut into windows
-of ``sheepdog_store_read_window`` MiB aligned to the 4 MiB objects, read
-by up to this many ``dog vdi read`` processes at once, and yielded in
-order, every window checked byte for byte. A download starts with one
-reader and adds one only while the consumer waits for bytes and the last
-reader added raised the read rate; once one reader is enough, one
-process reads the rest of the range. Memory grows to at most this many
-windows per download.
+With more than 1, a download longer than one window starts with one
+``dog vdi read`` for the whole range and adds readers only while one
+more pays: the consumer waits for bytes, the readers wait on ``dog``, and
+the last reader added raised the read rate. The first reader is then cut
+at a window boundary and the rest is read in windows of
+``sheepdog_store_read_window`` MiB aligned to the 4 MiB objects, by up
+to this many processes at once; bytes are yielded in order, every range
+checked byte for byte. Memory grows to at most this many windows per
+download.
 
 Cost model: every ``dog vdi read`` connects, looks the VDI up and reads
 the whole inode object, a little over 4 MiB (dog/vdi.c reads

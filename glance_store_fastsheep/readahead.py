@@ -21,16 +21,17 @@ extra process costs a start, a lookup and a 4 MiB read: on a hot cache
 N=4 over 16 MiB windows ran at 0.78 of one reader on a real 1-node
 sheepdog 1.0 cluster.
 
-So the range is cut into windows aligned to the 4 MiB objects, large
-enough that the per-process cost is small, and the number of children
-reading windows at once ramps up (ReaderRamp): it starts at one and adds
-a reader only while the consumer waits for bytes and the last reader
-added raised the read rate, never beyond the configured maximum. When one
-reader is enough, the rest of the range is read by one process. Each
-window is drained by a worker (a greenthread under eventlet, a native
+So a download starts with one ``dog vdi read`` for the whole range, and
+the number of readers ramps up (ReaderRamp) only while one more pays: the
+consumer waits for bytes, the readers wait on ``dog`` (not on this
+process's CPU), and the last reader added raised the read rate, never
+beyond the configured maximum. When a second reader pays, the first is
+cut at the next window boundary and the rest is cut into windows aligned
+to the 4 MiB objects, large enough that the per-process cost is small.
+Each range is drained by a worker (a greenthread under eventlet, a native
 thread otherwise) into a queue of read-size buffers holding at most one
-window, and the pieces are yielded strictly in window order, as soon as
-they arrive for the window at the head; memory is bounded by N windows.
+window, and the pieces are yielded strictly in range order, as soon as
+they arrive for the range at the head; memory is bounded by N windows.
 The buffers are recycled through one pool per transfer: fresh memory for
 every piece would cost a page fault per 4 KiB (here, as much CPU as the
 whole transfer).
@@ -97,16 +98,17 @@ class BufferPool(object):
 
 
 class ReaderRamp(object):
-    """How many windows to read at once: one, plus each reader that pays.
+    """How many readers a download keeps: one, plus each reader that pays.
 
     A sample starts once every reader in flight has sent its first byte
     (a new process's start-up, lookup and inode read are not a rate) and
-    lasts at least SAMPLE_SECONDS and SAMPLE_BYTES of reading.
-    After one, a reader is added when the consumer spent at least STARVED
-    of the sample waiting for bytes (the readers, not the consumer, set
-    the pace) and, from the second reader on, the previous addition raised
-    the read rate of all readers by at least GAIN; otherwise the level
-    stays (or goes back by the reader that did not pay) and is settled.
+    lasts at least SAMPLE_SECONDS and SAMPLE_BYTES of reading. After one,
+    a reader is added when, for at least STARVED of the sample, the
+    consumer waited for bytes and the readers waited on their ``dog`` (so
+    ``dog``, not this process's CPU nor the consumer, sets the pace), and,
+    from the second reader on, the previous addition raised the read rate
+    of all readers by at least GAIN. Otherwise the count stays (or gives
+    back the reader that did not pay) and is settled.
     """
 
     SAMPLE_SECONDS = 0.05
@@ -122,58 +124,66 @@ class ReaderRamp(object):
         self._mark = None
         self._rate = None
 
-    def sample(self, received, waited, ready=True):
+    def sample(self, received, waited, idle, ready=True):
         """Account progress; returns the number of readers to keep.
 
-        received: bytes all readers of the transfer have read so far;
+        received: bytes all readers of the download have read so far;
         waited: seconds the consumer has spent waiting for bytes so far;
+        idle: seconds the readers have spent waiting on their ``dog``;
         ready: whether every reader in flight has sent a byte yet.
         """
         if self.settled:
             return self.level
         now = self._clock()
         if self._mark is None:
-            if not ready:
-                return self.level
-            self._mark = (now, received, waited)
+            if ready:
+                self._mark = (now, received, waited, idle)
             return self.level
-        start, start_received, start_waited = self._mark
+        start, start_received, start_waited, start_idle = self._mark
         elapsed = now - start
         if (elapsed < self.SAMPLE_SECONDS or
                 received - start_received < self.SAMPLE_BYTES):
             return self.level
         rate = (received - start_received) / elapsed
         starved = (waited - start_waited) / elapsed
+        reader_idle = (idle - start_idle) / elapsed / self.level
         if self._rate is not None and rate < self._rate * self.GAIN:
             self.level -= 1
             self.settled = True
-        elif starved >= self.STARVED and self.level < self.maximum:
+        elif (min(starved, reader_idle) >= self.STARVED and
+                self.level < self.maximum):
             self._rate = rate
             self.level += 1
         else:
             self.settled = True
         self._mark = None
-        LOG.debug('read-ahead: %.0f MB/s, consumer waited %.0f%%: %d '
-                  'reader(s)%s', rate / 1e6, starved * 100, self.level,
+        LOG.debug('read-ahead: %.0f MB/s, consumer waited %.0f%%, readers '
+                  '%.0f%%: %d reader(s)%s', rate / 1e6, starved * 100,
+                  reader_idle * 100, self.level,
                   ', settled' if self.settled else '')
         return self.level
 
 
 class WindowFetch(object):
-    """One window: its child, and a worker queueing what it sends.
+    """One range: its child, and a worker queueing what it sends.
 
-    The queue holds at most ``cap`` bytes: a window read by one process
-    for the rest of a range stays within the memory bound too.
+    The queue holds at most ``cap`` bytes, so a reader of a long range
+    stays within one window of memory. ``cut`` ends the range early at a
+    window boundary: the child is then killed there instead of checked
+    for its exit, as what it sent up to the cut was counted.
     """
 
     def __init__(self, settings, address, port, name, offset, length,
                  pool, cap=None):
         self.offset = offset
         self.length = length
+        self.end = length  # bytes to deliver; less once cut
+        self.delivered = 0
         self.pool = pool
         self.cap = max(cap or length, pool.size)
         self.queued = 0
-        self.waited = 0.0
+        self.waited = 0.0  # the consumer, for this range's pieces
+        self.idle = 0.0  # the worker, for its child's output
         self.cancelled = False
         self.error = None
         self.finished = False
@@ -186,11 +196,19 @@ class WindowFetch(object):
         self.worker.daemon = True
         self.worker.start()
 
+    def cut(self, length):
+        """Deliver only the first length bytes; False if past them."""
+        with self.cond:
+            if self.finished or self.delivered > length:
+                return False
+            self.end = length
+            return True
+
     def _run(self):
         """Queue the child's output; verify it; record any error."""
-        verified = False
+        verified = cut = False
         try:
-            while self.child.received < self.length:
+            while self.delivered < self.end:
                 with self.cond:
                     while (self.queued + self.pool.size > self.cap and
                            not self.cancelled):
@@ -198,25 +216,34 @@ class WindowFetch(object):
                     if self.cancelled:
                         return
                 buffer = self.pool.get()
+                started = _now()
                 count, waited = self.child.read_piece(
-                    self.length - self.child.received, memoryview(buffer))
-                if not count:
+                    self.end - self.delivered, memoryview(buffer))
+                if waited:
+                    self.idle += _now() - started
+                with self.cond:
+                    # A cut while the read was under way: trim to it.
+                    count = min(count, self.end - self.delivered)
+                    if count > 0:
+                        self.pieces.append((buffer, count))
+                        self.delivered += count
+                        self.queued += count
+                        self.cond.notify_all()
+                if count <= 0:
                     self.pool.put(buffer)
                     break
-                with self.cond:
-                    self.pieces.append((buffer, count))
-                    self.queued += count
-                    self.cond.notify_all()
                 if not waited:
                     # Under eventlet: let the consumer and the other
                     # windows run between two pieces.
                     hub_safe.give_way()
-            self.child.finish()
+            cut = self.end < self.length
+            if not cut:
+                self.child.finish()
             verified = True
         except Exception as exc:
             self.error = exc
         finally:
-            self.child.close(kill=not verified)
+            self.child.close(kill=cut or not verified)
             with self.cond:
                 self.finished = True
                 self.cond.notify_all()
@@ -280,13 +307,19 @@ class ReadAheadStream(download.ReadStream):
 def _stream_windows(settings, address, port, name, offset, length):
     if length <= 0:
         return
-    plan = collections.deque(windows(offset, length, settings.read_window))
-    total = len(plan)
+    window = settings.read_window
+    end = offset + length
+    total = len(list(windows(offset, length, window)))
+    ramp = ReaderRamp(min(settings.read_concurrency, total))
+    if ramp.level > 1:
+        plan = collections.deque(windows(offset, length, window))
+    else:
+        # One reader for the whole range, until a second one pays.
+        plan = collections.deque([(offset, length)])
     fetches = collections.deque()
     pool = BufferPool(settings.read_size)
-    ramp = ReaderRamp(min(settings.read_concurrency, total))
-    done = 0  # bytes of the windows already yielded
-    waited = 0.0  # seconds the consumer waited in those windows
+    done = 0  # bytes of the ranges already yielded
+    waited = idle = 0.0  # and the waits in them
     yielded = 0
 
     def start_readers():
@@ -297,11 +330,18 @@ def _stream_windows(settings, address, port, name, offset, length):
             rest = last[0] + last[1] - first[0]
             plan.clear()
             plan.append((first[0], rest))
+        if not plan and len(fetches) < ramp.level:
+            # The last reader reads to the end: cut it at the next window
+            # boundary and give the windows after it to more readers.
+            last = fetches[-1]
+            boundary = ((last.offset + last.delivered) // window + 1) * window
+            if boundary < end and last.cut(boundary - last.offset):
+                plan.extend(windows(boundary, end - boundary, window))
         while plan and len(fetches) < ramp.level:
-            window_offset, window_length = plan.popleft()
+            range_offset, range_length = plan.popleft()
             fetches.append(WindowFetch(settings, address, port, name,
-                                       window_offset, window_length, pool,
-                                       settings.read_window))
+                                       range_offset, range_length, pool,
+                                       window))
 
     try:
         while plan or fetches:
@@ -319,17 +359,19 @@ def _stream_windows(settings, address, port, name, offset, length):
                     if fetch.failed():
                         fetch.take()
                 if not ramp.settled:
-                    ramp.sample(
-                        done + sum(f.child.received for f in fetches),
-                        waited + sum(f.waited for f in fetches),
-                        all(f.child.received for f in fetches))
+                    ramp.sample(done + sum(f.delivered for f in fetches),
+                                waited + sum(f.waited for f in fetches),
+                                idle + sum(f.idle for f in fetches),
+                                all(f.delivered for f in fetches))
                     start_readers()
                 hub_safe.give_way()
             fetches.popleft()
-            done += head.length
+            done += head.end
             waited += head.waited
-        LOG.debug('Read %d bytes of %s at offset %d in %d windows, up to %d '
-                  'at once', yielded, name, offset, total, ramp.level)
+            idle += head.idle
+        LOG.debug('Read %d bytes of %s at offset %d, up to %d readers over '
+                  '%d-byte windows', yielded, name, offset, ramp.level,
+                  window)
     except GeneratorExit:
         LOG.info('Download of %s stopped by its consumer after %d of %d '
                  'bytes; killing %d `dog vdi read`', name, yielded, length,

@@ -79,17 +79,23 @@ class ReaderRampTest(base.BaseTestCase):
         self.clock = _Clock()
         self.received = 0
         self.waited = 0.0
+        self.idle = 0.0
 
-    def run_sample(self, ramp, rate_mib_s, starved, seconds=0.1):
+    def run_sample(self, ramp, rate_mib_s, starved, seconds=0.1,
+                   idle=None):
         """One sample at rate MiB/s; returns the level the ramp chose.
 
-        The consumer waits for bytes a fraction ``starved`` of the time.
+        The consumer waits for bytes a fraction ``starved`` of the time,
+        each reader waits on its ``dog`` a fraction ``idle`` (default: the
+        same).
         """
-        ramp.sample(self.received, self.waited)
+        idle = starved if idle is None else idle
+        ramp.sample(self.received, self.waited, self.idle)
         self.clock.now += seconds
         self.received += int(rate_mib_s * self.MIB * seconds)
         self.waited += starved * seconds
-        return ramp.sample(self.received, self.waited)
+        self.idle += idle * seconds * ramp.level
+        return ramp.sample(self.received, self.waited, self.idle)
 
     def test_one_reader_when_the_consumer_sets_the_pace(self):
         ramp = readahead.ReaderRamp(4, clock=self.clock)
@@ -97,6 +103,13 @@ class ReaderRampTest(base.BaseTestCase):
         self.assertTrue(ramp.settled)
         # Settled: no later sample changes it.
         self.assertEqual(1, self.run_sample(ramp, 100, 0.9))
+
+    def test_one_reader_when_this_process_sets_the_pace(self):
+        # The consumer waits, but the reader never waits on its dog: the
+        # CPU of this process, not dog, is the limit (a hot cache).
+        ramp = readahead.ReaderRamp(4, clock=self.clock)
+        self.assertEqual(1, self.run_sample(ramp, 900, 0.6, idle=0.02))
+        self.assertTrue(ramp.settled)
 
     def test_adds_readers_while_each_raises_the_rate(self):
         ramp = readahead.ReaderRamp(4, clock=self.clock)
@@ -127,9 +140,9 @@ class ReaderRampTest(base.BaseTestCase):
     def test_start_up_is_not_sampled(self):
         ramp = readahead.ReaderRamp(4, clock=self.clock)
         # Readers not all sending yet: no sample starts.
-        ramp.sample(0, 0.0, ready=False)
+        ramp.sample(0, 0.0, 0.0, ready=False)
         self.clock.now += 1.0
-        self.assertEqual(1, ramp.sample(0, 0.9, ready=False))
+        self.assertEqual(1, ramp.sample(0, 0.9, 0.9, ready=False))
         self.assertEqual(2, self.run_sample(ramp, 300, 0.7))
 
     def test_a_maximum_of_one_is_settled(self):
