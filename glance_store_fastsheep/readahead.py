@@ -38,6 +38,7 @@ whole transfer).
 """
 
 import collections
+import math
 import mmap
 import threading
 import time
@@ -103,18 +104,21 @@ class ReaderRamp(object):
     A sample starts once every reader in flight has sent its first byte
     (a new process's start-up, lookup and inode read are not a rate) and
     lasts at least SAMPLE_SECONDS and SAMPLE_BYTES of reading. After one,
-    a reader is added when, for at least STARVED of the sample, the
+    readers are added when, for at least STARVED of the sample, the
     consumer waited for bytes and the readers waited on their ``dog`` (so
     ``dog``, not this process's CPU nor the consumer, sets the pace), and,
-    from the second reader on, the previous addition raised the read rate
-    of all readers by at least GAIN. Otherwise the count stays (or gives
-    back the reader that did not pay) and is settled.
+    after the first addition, the previous one raised the read rate of
+    all readers by at least GAIN. Otherwise the count stays (or goes back
+    to what it was before the addition that did not pay) and is settled.
+    Readers that wait a fraction f of the time keep about 1 / (1 - f)
+    times as many busy, so that many are added at once (at least one):
+    a latency-bound download reaches its readers in one sample.
     """
 
     SAMPLE_SECONDS = 0.05
     SAMPLE_BYTES = 8 << 20
-    STARVED = 0.25
-    GAIN = 1.1
+    STARVED = 0.5
+    GAIN = 1.2
 
     def __init__(self, maximum, clock=_now):
         self.maximum = maximum
@@ -123,6 +127,7 @@ class ReaderRamp(object):
         self._clock = clock
         self._mark = None
         self._rate = None
+        self._before = None
 
     def sample(self, received, waited, idle, ready=True):
         """Account progress; returns the number of readers to keep.
@@ -148,12 +153,14 @@ class ReaderRamp(object):
         starved = (waited - start_waited) / elapsed
         reader_idle = (idle - start_idle) / elapsed / self.level
         if self._rate is not None and rate < self._rate * self.GAIN:
-            self.level -= 1
+            self.level = self._before
             self.settled = True
         elif (min(starved, reader_idle) >= self.STARVED and
                 self.level < self.maximum):
-            self._rate = rate
-            self.level += 1
+            busy = max(1.0 - min(reader_idle, 0.95), 0.05)
+            wanted = int(math.ceil(self.level / busy))
+            self._rate, self._before = rate, self.level
+            self.level = min(self.maximum, max(self.level + 1, wanted))
         else:
             self.settled = True
         self._mark = None

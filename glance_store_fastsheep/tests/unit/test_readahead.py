@@ -112,23 +112,31 @@ class ReaderRampTest(base.BaseTestCase):
         self.assertTrue(ramp.settled)
 
     def test_adds_readers_while_each_raises_the_rate(self):
-        ramp = readahead.ReaderRamp(4, clock=self.clock)
-        self.assertEqual(2, self.run_sample(ramp, 300, 0.7))
-        self.assertEqual(3, self.run_sample(ramp, 550, 0.5))
-        self.assertEqual(4, self.run_sample(ramp, 800, 0.4))
-        self.assertFalse(ramp.settled)
+        ramp = readahead.ReaderRamp(8, clock=self.clock)
+        # One reader waiting on dog 60% of the time: 2.5 would be busy.
+        self.assertEqual(3, self.run_sample(ramp, 300, 0.6))
+        self.assertEqual(7, self.run_sample(ramp, 550, 0.6, idle=0.55))
         # Never beyond the configured maximum.
-        self.assertEqual(4, self.run_sample(ramp, 1000, 0.4))
+        self.assertEqual(8, self.run_sample(ramp, 800, 0.6))
+        self.assertFalse(ramp.settled)
+        self.assertEqual(8, self.run_sample(ramp, 1000, 0.6))
         self.assertTrue(ramp.settled)
 
-    def test_a_reader_that_does_not_pay_is_given_back(self):
+    def test_as_many_readers_as_keep_dog_busy_at_once(self):
+        # Waiting on dog 70% of the time: 3.3 readers would be busy.
         ramp = readahead.ReaderRamp(8, clock=self.clock)
-        self.assertEqual(2, self.run_sample(ramp, 300, 0.7))
-        self.assertEqual(3, self.run_sample(ramp, 500, 0.5))
-        # The third reader added under 10%: back to two, for good.
-        self.assertEqual(2, self.run_sample(ramp, 520, 0.5))
+        self.assertEqual(4, self.run_sample(ramp, 300, 0.7))
+        ramp = readahead.ReaderRamp(3, clock=self.clock)
+        self.assertEqual(3, self.run_sample(ramp, 300, 0.7))
+
+    def test_readers_that_do_not_pay_are_given_back(self):
+        ramp = readahead.ReaderRamp(8, clock=self.clock)
+        self.assertEqual(3, self.run_sample(ramp, 300, 0.6))
+        self.assertEqual(7, self.run_sample(ramp, 500, 0.6, idle=0.55))
+        # The last four readers added under 20%: back to three, for good.
+        self.assertEqual(3, self.run_sample(ramp, 560, 0.6))
         self.assertTrue(ramp.settled)
-        self.assertEqual(2, self.run_sample(ramp, 100, 0.9))
+        self.assertEqual(3, self.run_sample(ramp, 100, 0.9))
 
     def test_short_samples_decide_nothing(self):
         # Too short in time; too few bytes.
@@ -143,7 +151,7 @@ class ReaderRampTest(base.BaseTestCase):
         ramp.sample(0, 0.0, 0.0, ready=False)
         self.clock.now += 1.0
         self.assertEqual(1, ramp.sample(0, 0.9, 0.9, ready=False))
-        self.assertEqual(2, self.run_sample(ramp, 300, 0.7))
+        self.assertEqual(3, self.run_sample(ramp, 300, 0.6))
 
     def test_a_maximum_of_one_is_settled(self):
         ramp = readahead.ReaderRamp(1, clock=self.clock)
