@@ -75,6 +75,12 @@ KNOB_DEFAULTS = {
 }
 
 
+try:
+    _unichr = unichr  # noqa: F821 (Python 2.7)
+except NameError:
+    _unichr = chr
+
+
 def _encode(text):
     return text.encode('utf-8', 'surrogateescape')
 
@@ -188,7 +194,8 @@ def _parse_json(text):
                     esc = text[pos[0]]
                     pos[0] += 1
                     if esc == 'u':
-                        parts.append(chr(int(text[pos[0]:pos[0] + 4], 16)))
+                        parts.append(_unichr(int(text[pos[0]:pos[0] + 4],
+                                                 16)))
                         pos[0] += 4
                     else:
                         parts.append(_JSON_ESC[esc])

@@ -318,7 +318,7 @@ class TestReadWrite(EmulatorTestCase):
         got = self.emu.vdi_bytes('img')
         self.assertEqual(self.data[:MIB], got[:MIB])
         self.assertEqual(b'z' * 100, got[MIB:MIB + 100])
-        self.assertEqual(bytes(OBJ - MIB - 100), got[MIB + 100:OBJ])
+        self.assertEqual(b'\0' * (OBJ - MIB - 100), got[MIB + 100:OBJ])
         self.assertEqual(self.data[OBJ:], got[OBJ:])
 
     def test_stdin_ending_on_a_boundary_zeroes_the_next_object(self):
@@ -330,7 +330,7 @@ class TestReadWrite(EmulatorTestCase):
         got = self.emu.vdi_bytes('img')
         self.assertEqual(self.data[:OBJ], got[:OBJ])
         self.assertEqual(payload, got[OBJ:2 * OBJ])
-        self.assertEqual(bytes(OBJ), got[2 * OBJ:])
+        self.assertEqual(b'\0' * OBJ, got[2 * OBJ:])
 
     def test_write_past_end_is_cut_short(self):
         size = len(self.data)
