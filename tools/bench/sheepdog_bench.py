@@ -12,7 +12,7 @@
 """Sheepdog section: Pike's in-tree driver against glance_store_fastsheep.
 
 Both drivers run side by side in one run, on one emulated cluster (the
-sheepdog CLI emulator of glance_store_fastsheep/tests, test tooling), and
+sheepdog CLI emulator, package sheepdog_emulator, test tooling), and
 are driven only through the glance_store Store API: ``Store(conf)``,
 ``configure()``, ``get(location)`` and ``add(...)``, with each location
 built from the driver module's own ``StoreLocation`` and the URI
