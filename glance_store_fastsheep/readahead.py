@@ -243,7 +243,10 @@ class WindowFetch(object):
                     # Under eventlet: let the consumer and the other
                     # windows run between two pieces.
                     hub_safe.give_way()
-            cut = self.end < self.length
+            # Cut and reached the cut: its bytes were counted, nothing
+            # else to check. Anything else (short output included) gets
+            # the full check of byte count and exit status.
+            cut = self.end < self.length and self.delivered == self.end
             if not cut:
                 self.child.finish()
             verified = True

@@ -43,6 +43,14 @@ class _OneReader(readahead.ReaderRamp):
         self.settled = True
 
 
+class _SecondReaderAtOnce(readahead.ReaderRamp):
+    """Two readers from the first sample on: the first reader is cut."""
+
+    def sample(self, received, waited, idle, ready=True):
+        self.level, self.settled = 2, True
+        return self.level
+
+
 class _Base(base.FunctionalTestCase):
 
     READ_SIZE = 256 * base.KIB
@@ -235,4 +243,34 @@ class RampTest(_Base):
         self.assertEqual(list(readahead.windows(cut, len(self.data) - cut,
                                                 WINDOW)), reads[1:])
         self.assertLessEqual(2, len(reads[1:]))
+        self.assertNothingLeft(['img'])
+
+
+class CutTest(_Base):
+    """The whole-range reader is cut at a window boundary for a second."""
+
+    RAMP = _SecondReaderAtOnce
+
+    def test_cut_then_windows_in_order(self):
+        stream, _length = self.sd.get(self.location('img'))
+        self.assertEqual(self.data, b''.join(stream))
+        reads = sorted(self.reads())
+        self.assertEqual((0, len(self.data)), reads[0])
+        cut = reads[1][0]
+        self.assertEqual(WINDOW, cut)
+        self.assertEqual(list(readahead.windows(cut, len(self.data) - cut,
+                                                WINDOW)), reads[1:])
+        self.assertNothingLeft(['img'])
+
+    def test_short_output_before_the_cut_fails(self):
+        # Every dog ends silently after half a window: the first reader
+        # stops short of its cut, which must fail, not leave a gap.
+        self.sheep.set_knobs(short_bytes=WINDOW // 2)
+        stream, _length = self.sd.get(self.location('img'))
+        received = []
+        self.assertRaises(exceptions.BackendException,
+                          lambda: received.extend(stream))
+        got = b''.join(received)
+        self.assertLessEqual(len(got), WINDOW // 2)
+        self.assertEqual(self.data[:len(got)], got)
         self.assertNothingLeft(['img'])
