@@ -129,6 +129,11 @@ class ReaderRamp(object):
         self._rate = None
         self._before = None
 
+    def hold(self, level):
+        """No more readers can start: keep level, stop sampling."""
+        self.level = level
+        self.settled = True
+
     def sample(self, received, waited, idle, ready=True):
         """Account progress; returns the number of readers to keep.
 
@@ -342,11 +347,16 @@ def _stream_windows(settings, address, port, name, offset, length):
             plan.append((first[0], rest))
         if not plan and len(fetches) < ramp.level:
             # The last reader reads to the end: cut it at the next window
-            # boundary and give the windows after it to more readers.
+            # boundary and give the windows after it to more readers, if
+            # at least a whole window is left to amortise a new reader's
+            # start, lookup and inode read; otherwise no reader can pay.
             last = fetches[-1]
             boundary = ((last.offset + last.delivered) // window + 1) * window
-            if boundary < end and last.cut(boundary - last.offset):
+            if (end - boundary >= window and
+                    last.cut(boundary - last.offset)):
                 plan.extend(windows(boundary, end - boundary, window))
+            else:
+                ramp.hold(len(fetches))
         while plan and len(fetches) < ramp.level:
             range_offset, range_length = plan.popleft()
             fetches.append(WindowFetch(settings, address, port, name,

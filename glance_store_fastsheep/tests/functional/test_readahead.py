@@ -274,3 +274,14 @@ class CutTest(_Base):
         self.assertLessEqual(len(got), WINDOW // 2)
         self.assertEqual(self.data[:len(got)], got)
         self.assertNothingLeft(['img'])
+
+    def test_no_cut_without_a_whole_window_after_it(self):
+        # Less than a window past the first boundary: a second reader
+        # could not pay for its start, so the first reads it all.
+        data = os.urandom(WINDOW + OBJECT)
+        self.sheep.create_vdi('short', data)
+        stream, _length = self.sd.get(self.location('short'))
+        self.assertIsInstance(stream, readahead.ReadAheadStream)
+        self.assertEqual(data, b''.join(stream))
+        self.assertEqual([(0, len(data))], self.reads())
+        self.assertNothingLeft(['img', 'short'])

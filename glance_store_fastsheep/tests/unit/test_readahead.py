@@ -157,3 +157,10 @@ class ReaderRampTest(base.BaseTestCase):
         ramp = readahead.ReaderRamp(1, clock=self.clock)
         self.assertTrue(ramp.settled)
         self.assertEqual(1, self.run_sample(ramp, 10, 1.0))
+
+    def test_hold_settles_where_readers_run(self):
+        ramp = readahead.ReaderRamp(4, clock=self.clock)
+        self.assertEqual(3, self.run_sample(ramp, 300, 0.6))
+        ramp.hold(1)
+        self.assertTrue(ramp.settled)
+        self.assertEqual(1, self.run_sample(ramp, 100, 0.9))
