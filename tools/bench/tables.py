@@ -165,6 +165,13 @@ QUESTIONS = [
          row('fastsheep, eventlet, 256 MiB chunks',
              'fastsheep_get_eventlet_chunk256',
              vs='Pike in-tree driver, eventlet'),
+         row('Pike in-tree driver, eventlet 0.20, 2.7',
+             'pike_get_eventlet_py27'),
+         row('fastsheep, eventlet 0.20, 2.7', 'fastsheep_get_eventlet_py27',
+             vs='Pike in-tree driver, eventlet 0.20, 2.7'),
+         row('fastsheep, eventlet 0.20, 256 MiB chunks, 2.7',
+             'fastsheep_get_eventlet_chunk256_py27',
+             vs='Pike in-tree driver, eventlet 0.20, 2.7'),
          row('ceiling: dog vdi read | reader', 'ceiling',
              vs='Pike in-tree driver, eventlet'),
          row('ceiling: dog | dd (shell pipe)', 'ceiling_shell_pipe',
@@ -180,6 +187,10 @@ QUESTIONS = [
              vs='Pike in-tree driver, eventlet'),
          row('fastsheep, native threads', 'fastsheep_put_threads',
              vs='Pike in-tree driver, eventlet'),
+         row('Pike in-tree driver, eventlet 0.20, 2.7',
+             'pike_put_eventlet_py27'),
+         row('fastsheep, eventlet 0.20, 2.7', 'fastsheep_put_eventlet_py27',
+             vs='Pike in-tree driver, eventlet 0.20, 2.7'),
          row('fastsheep, one write at a time, 50 ms/call',
              'fastsheep_put_serial_50ms'),
          row('fastsheep, writes in flight, 50 ms/call',
@@ -198,27 +209,31 @@ QUESTIONS = [
          row('fastsheep', 'fastsheep_hub_stall', vs='Pike in-tree driver')],
         ratio='hub_max_stall_ms', higher_is_better=False),
     _throughput(
-        'readahead', 'readahead', 'Read-ahead: several dog readers',
-        'get() with N readers over object-aligned windows against one '
-        'reader, on the emulator\'s cost model; vs: MB/s over N=1.',
+        'readahead', 'readahead_cold', 'Read-ahead where objects are slow',
+        'get() on the emulator\'s cold model (a per-object latency in each '
+        'dog process): one reader against the default (readers ramp up to '
+        'N while one more pays) and 16 MiB windows; vs: MB/s over N=1.',
         [row('N=1, eventlet', 'readahead_get_single_eventlet'),
-         row('N>1, eventlet', 'readahead_get_parallel_eventlet',
+         row('default, eventlet', 'readahead_get_parallel_eventlet',
+             vs='N=1, eventlet'),
+         row('16 MiB windows, eventlet', 'readahead_get_w16_eventlet',
              vs='N=1, eventlet'),
          row('N=1, native threads', 'readahead_get_single_threads'),
-         row('N>1, native threads', 'readahead_get_parallel_threads',
+         row('default, native threads', 'readahead_get_parallel_threads',
              vs='N=1, native threads')]),
-    Question(
-        'metriccache', 'lookup_py27', 'Metric lookup on Pike\'s CPython 2.7',
-        'Pike\'s dispatcher loop (2.7 fnmatch: 100 patterns, then cleared) '
-        'and the plugin over a shuffled mix of every stock metric name plus '
-        '10% unknown ones; vs: Pike\'s time over the plugin\'s.',
-        [('mix us', 'mix_us'), ('hit us', 'hit_us'), ('miss us', 'miss_us'),
-         ('pattern hit us', 'pattern_hit_us')],
-        [row('Pike loop, 2.7', 'metric_lookup_mix_us_py27', 'pike_'),
-         row('plugin, 2.7', 'metric_lookup_mix_us_py27', 'plugin_',
-             vs='Pike loop, 2.7')],
-        ratio=('mix_us', 'hit_us'), higher_is_better=False,
-        chart='lookup_us_py27', log_scale=True),
+    _throughput(
+        'readahead', 'readahead_hot', 'Read-ahead on a hot cache',
+        'get() on the emulator\'s hot model (each dog invocation pays a '
+        'lookup and a 4 MiB inode read, as dog/vdi.c does): one reader '
+        'against the default, 16 MiB windows, and readers pinned at 4; '
+        'vs: MB/s over N=1.',
+        [row('N=1', 'readahead_get_single_hot'),
+         row('default', 'readahead_get_parallel_hot', vs='N=1'),
+         row('16 MiB windows', 'readahead_get_w16_hot', vs='N=1'),
+         row('4 readers pinned, 16 MiB windows',
+             'readahead_get_fixed4_w16_hot', vs='N=1'),
+         row('4 readers pinned, 64 MiB windows',
+             'readahead_get_fixed4_w64_hot', vs='N=1')]),
     _lookup(
         'metriccache', 'lookup', 'Metric and event lookup on Python 3',
         'Per-call time of finding a metric\'s (or event\'s) resource '
