@@ -11,9 +11,9 @@
 # under the License.
 """oslo.utils 3.28.4's fallback fnmatch, unpatched and patched.
 
-On Python <= 2.7.9 ``oslo_utils.fnmatch`` compiles patterns itself and
-clears its 100-entry cache when full, so cycling through 101 patterns costs
-far more per call than cycling through 100. This section loads
+On Python 2.7.8 and older ``oslo_utils.fnmatch`` compiles patterns itself
+and clears its 100-entry cache when full, so cycling through 101 patterns
+costs far more per call than cycling through 100. This section loads
 ``oslo_utils/fnmatch.py`` from the sha256-verified sdist, as released and
 with ``patches/oslo.utils`` applied (``patch -p1 --fuzz=0``), forces its
 fallback path (``sys.version_info`` set to 2.7.0 while it is imported, as

@@ -19,9 +19,9 @@ client object (no HTTP). Timed rows alternate the two sides and keep the
 best of several repeats, so machine noise hits both alike.
 
 Rows: metric and event lookups (hit and miss), the same with oslo.utils
-3.28.4's pre-2.7.9 fallback fnmatch (what CentOS 7's Python 2.7.5 runs),
-a 10,000-sample batch through ``record_metering_data``, and the memory of
-the memo under a million distinct unknown metric names.
+3.28.4's fallback fnmatch for Python 2.7.8 and older (what CentOS 7's
+Python 2.7.5 runs), a 10,000-sample batch through ``record_metering_data``,
+and the memory of the memo under a million distinct unknown metric names.
 
 The ``_py27`` rows run the workers on CPython 2.7 with Pike's pins (the
 ``pike27-bench`` venv, ``common.pike27_python()``), where Pike's loop is
@@ -205,7 +205,8 @@ def _listed_metrics(host):
 def _load_fallback_fnmatch(sdist):
     """oslo.utils 3.28.4's oslo_utils/fnmatch.py, made to see 2.7.5.
 
-    The file picks its own implementation when sys.version_info <= 2.7.9;
+    The file picks its own implementation unless sys.version_info >
+    (2, 7, 9), i.e. on 2.7.8 and older;
     it is executed unchanged with an import hook that hands it a ``sys``
     whose version_info says 2.7.5, as on CentOS 7.
     """
