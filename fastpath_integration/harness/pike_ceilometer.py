@@ -12,7 +12,6 @@ RabbitMQ and gnocchi, with one of three gnocchi dispatchers:
 """
 
 import configparser
-import glob
 import logging
 import os
 
@@ -39,26 +38,6 @@ GNOCCHICLIENT_ACCEPT = (
     '"""Pike agent, current gnocchi: ask gnocchi for JSON errors."""\n'
     'from gnocchiclient.v1 import base\n'
     "base.Manager.DEFAULT_HEADERS = {'Accept': 'application/json'}\n")
-
-
-def write_resources_file(venv, path, extra=''):
-    """Pike's stock gnocchi_resources.yaml plus the suite's definition.
-
-    The same ``generic`` definition as the current agents get (one exact
-    name, one wildcard pattern), and ``extra`` YAML after it.
-    """
-    stock = glob.glob(os.path.join(
-        venv, 'lib', 'python2.7', 'site-packages', 'ceilometer',
-        'dispatcher', 'data', 'gnocchi_resources.yaml'))[0]
-    with open(stock) as f:
-        text = f.read()
-    text = text.rstrip('\n') + '\n\n' + (
-        '  - resource_type: generic\n'
-        '    metrics:\n'
-        '      - fastpath.exact.metric\n'
-        '      - fastpath.wild.*\n') + extra
-    with open(path, 'w') as f:
-        f.write(text)
 
 
 class PikeCeilometerAgent(fixtures.Fixture):
@@ -116,7 +95,8 @@ class PikeCeilometerAgent(fixtures.Fixture):
         base = os.path.join(self.rundir, 'pike-ceilometer-%s' % self.name)
         os.makedirs(base)
         resources = os.path.join(base, 'gnocchi_resources.yaml')
-        write_resources_file(venv, resources, self.resources_extra)
+        services.write_resources_file(venv, resources, pike=True,
+                                      extra=self.resources_extra)
         pipeline, event_pipeline = self._pipelines(base)
         self.log = os.path.join(self.rundir,
                                 'pike-ceilometer-%s.log' % self.name)

@@ -396,21 +396,30 @@ IMAGE_METADATA = {'name': 'probe', 'container_format': 'bare',
                   'disk_format': 'raw'}
 
 
-def write_resources_file(ceilometer_venv, path):
+# The suite's own definition: one exact metric name and one wildcard
+# pattern. Pike lists a definition's metrics; Queens and later map each
+# name to its options.
+SUITE_METRICS = ('fastpath.exact.metric', 'fastpath.wild.*')
+
+
+def write_resources_file(ceilometer_venv, path, pike=False, extra=''):
     """Write the stock gnocchi_resources.yaml plus the suite's own.
 
-    One of the added metric names is a wildcard pattern.
+    The stock file is the one the installed ceilometer ships: its gnocchi
+    dispatcher's on Pike, its gnocchi publisher's later. ``extra`` is
+    YAML appended after the suite's definition.
     """
     stock = glob.glob(os.path.join(
         ceilometer_venv, 'lib', 'python*', 'site-packages', 'ceilometer',
-        'publisher', 'data', 'gnocchi_resources.yaml'))[0]
+        'dispatcher' if pike else 'publisher', 'data',
+        'gnocchi_resources.yaml'))[0]
     with open(stock) as f:
         text = f.read()
-    text = text.rstrip('\n') + '\n\n' + (
-        '  - resource_type: generic\n'
-        '    metrics:\n'
-        '      fastpath.exact.metric:\n'
-        '      fastpath.wild.*:\n')
+    entry = '      - %s\n' if pike else '      %s:\n'
+    text = (text.rstrip('\n') + '\n\n'
+            '  - resource_type: generic\n'
+            '    metrics:\n' +
+            ''.join(entry % name for name in SUITE_METRICS) + extra)
     with open(path, 'w') as f:
         f.write(text)
 
