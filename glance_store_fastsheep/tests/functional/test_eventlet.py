@@ -23,6 +23,7 @@ try:
 except ImportError:
     PIKE_DRIVER = False
 
+from glance_store_fastsheep.tests import compat
 from glance_store_fastsheep.tests.functional import green_runner
 
 
@@ -33,7 +34,7 @@ class EventletPassTest(base.BaseTestCase):
         proc = subprocess.Popen(
             [sys.executable, '-c', green_runner.CHILD_CODE],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        out, err = proc.communicate(timeout=1800)
+        out, err = compat.communicate(proc, 1800)
         report = err.decode('utf-8', 'replace')
         self.assertEqual(0, proc.returncode,
                          'eventlet pass failed:\n%s' % report[-20000:])

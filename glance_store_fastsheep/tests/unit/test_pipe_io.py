@@ -13,12 +13,12 @@
 import fcntl
 import os
 import threading
-from unittest import mock
 
 from oslotest import base
 
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import pipe_io
+from glance_store_fastsheep.tests.compat import mock
 
 
 # The Linux value; Python < 3.10 has no name for it.
@@ -161,7 +161,7 @@ class WriterTest(base.BaseTestCase):
             closed = False
 
             def write(self, view):
-                piece = bytes(view[:1000])
+                piece = memoryview(view)[:1000].tobytes()
                 written.append(piece)
                 return len(piece)
 
