@@ -19,15 +19,13 @@ and nothing leaks between tests. The helpers look at the cluster directly
 (``vdi_bytes``, ``vdi_exists``) so assertions do not depend on the CLI the
 test is exercising.
 
-Run as a module it sets up a cluster and wrappers for manual use or for
-the integration environment::
-
-    python -m glance_store_fastsheep.tests.emulator_fixture \\
-        --root /tmp/sheep setup --bin /tmp/sheep/bin
+It runs on Python 2.7 (``tox -e py27``) as on 3: it only calls the
+emulator's set-up helpers in-process, while the ``dog``/``collie``
+wrappers it installs start the CLI under a Python 3 interpreter. To set up
+a cluster by hand, use the ``sheepdog-emulator`` console script.
 """
 
 import os
-import sys
 
 import fixtures
 
@@ -143,12 +141,3 @@ class SheepdogEmulator(fixtures.Fixture):
             return log
         return [c for c in log
                 if len(c) > 2 and c[1] == 'vdi' and c[2] == subcommand]
-
-
-def main(argv=None):
-    """Same actions as ``sheepdog_emulator.py --emulator-admin``."""
-    return emulator.admin_main(sys.argv[1:] if argv is None else argv)
-
-
-if __name__ == '__main__':
-    sys.exit(main())
