@@ -20,9 +20,9 @@ import threading
 
 try:
     from unittest import mock
-except ImportError:  # Python 2.7: the mock library (Pike pins 2.0.0)
-    import mock
-
+except ImportError:
+    # Python 2.7 has no unittest.mock: the library (Pike pins 2.0.0).
+    import mock  # noqa: H216
 
 
 class TimedOut(Exception):
