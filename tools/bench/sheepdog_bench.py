@@ -46,6 +46,15 @@ Rows (MB/s = 10**6 bytes per second, medians of the timed repeats):
   windows, of the same 1 ms ticker in a separate process that does
   nothing else (the machine's own scheduling delay under that load).
   Pike's row runs once: its stalls are its own.
+* ``pike_get_eventlet_py27``, ``fastsheep_get_eventlet_py27`` (and
+  ``_chunkN_py27``), ``pike_put_eventlet_py27`` and
+  ``fastsheep_put_eventlet_py27``: the same rows on CPython 2.7 with
+  Pike's pins (eventlet 0.20.0, glance_store 0.22.0), Pike's own
+  interpreter, in the bench's ``pike27-bench`` venv
+  (``common.pike27_python``). There the Pike driver runs unshimmed:
+  ``processutils`` returns bytes and its generator ends cleanly. 2.7's
+  hashlib here has no OpenSSL (sha256 ~290 MB/s, md5 ~640 MB/s), which
+  caps both drivers' uploads alike.
 * ``fastsheep_put_eventlet`` and ``_threads`` run in alternating rounds
   (one timed upload per worker per round, after an untimed one; two
   rounds more than the put rows' repeats; the order flips every round),
@@ -213,10 +222,11 @@ class _Section(object):
         self.results = {}
         self.fast_missing = None
 
-    def _run(self, name, params):
+    def _run(self, name, params, python=None):
         """(result, peak RSS, wall s) of one worker, or None if it failed.
 
-        A failure is recorded as the row's status.
+        A failure is recorded as the row's status. ``python`` runs the
+        worker under another interpreter (the Pike 2.7 venv's).
         """
         params = dict(params, root=self.root, dog=self.dog,
                       address=ADDRESS, port=PORT)
@@ -226,7 +236,8 @@ class _Section(object):
                                 'installed (%s)' % self.fast_missing)
             return None
         try:
-            return self.common.run_worker(argv, env=self.env, timeout=900)
+            return self.common.run_worker(argv, env=self.env, timeout=900,
+                                          python=python)
         except RuntimeError as exc:
             sys.stderr.write('bench: sheepdog row %s failed:\n%s\n'
                              % (name, exc))
@@ -240,9 +251,9 @@ class _Section(object):
         self.report.add_row(self.name, name, **metrics)
         self.results[name] = result
 
-    def row(self, name, params, metrics_of):
+    def row(self, name, params, metrics_of, python=None):
         """Run one worker; record its row (or why it failed)."""
-        run = self._run(name, params)
+        run = self._run(name, params, python)
         if run is None:
             return None
         result, peak, wall = run
@@ -332,6 +343,39 @@ class _Section(object):
     def cleanup(self):
         self._cleanup()
 
+    def py27_rows(self, get, put, transfer, other):
+        """The download and upload rows again on Pike's CPython 2.7."""
+        names = ['pike_get_eventlet_py27', 'fastsheep_get_eventlet_py27',
+                 other + '_py27', 'pike_put_eventlet_py27',
+                 'fastsheep_put_eventlet_py27']
+        try:
+            python = self.common.pike27_python()
+        except Exception as exc:  # no 2.7 here, or its venv did not build
+            sys.stderr.write('bench: no Pike 2.7 venv: %s\n' % exc)
+            for name in names:
+                self.report.add_row(self.name, name, status='FAILED: no '
+                                    'Pike 2.7 venv (%s)' % _short_error(exc))
+            return
+        # Pike's 2.7 download reads 1 KiB at a time (~30 MB/s): fewer
+        # repeats keep the row short; ratios are MB/s.
+        self.row(names[0], dict(
+            get, driver='pike', mode='eventlet', name=self.pike_source,
+            size=self.pike_get_size, repeats=min(self.repeats, 2),
+            sha256=self.prefix_sha[self.pike_get_size]), transfer, python)
+        self.row(names[1], dict(get, driver='fastsheep', mode='eventlet'),
+                 transfer, python)
+        self.row(names[2], dict(get, driver='fastsheep', mode='eventlet',
+                                repeats=1, opts={
+                                    'sheepdog_store_chunk_size':
+                                    self.other_chunk}), transfer, python)
+        self.row(names[3], dict(
+            put, driver='pike', mode='eventlet', size=self.pike_put_size,
+            sha256=self.prefix_sha[self.pike_put_size],
+            repeats=1 if self.args.quick else 2), transfer, python)
+        self.row(names[4], dict(
+            put, driver='fastsheep', mode='eventlet', size=self.put_size,
+            sha256=self.prefix_sha[self.put_size]), transfer, python)
+
     def knobs(self, **knobs):
         self.emu.write_knobs(self.root, ADDRESS, PORT, knobs)
 
@@ -393,6 +437,8 @@ class _Section(object):
         finally:
             self.knobs()
 
+        self.py27_rows(get, put, transfer, other)
+
         def stall(result):
             return dict((key, result[key]) for key in (
                 'hub_max_stall_ms', 'hub_median_run_worst_ms',
@@ -436,6 +482,18 @@ class _Section(object):
                                   16)
         else:
             self._unmeasured('get_rss_growth_mib', '<=', 16)
+        self.ratio('get_eventlet_vs_pike_py27', 'fastsheep_get_eventlet_py27',
+                   'pike_get_eventlet_py27', '>=', 10)
+        self.ratio('put_eventlet_vs_pike_py27', 'fastsheep_put_eventlet_py27',
+                   'pike_put_eventlet_py27', '>=', 25)
+        growth = [self.results[n]['rss_growth_mib']
+                  for n in ('fastsheep_get_eventlet_py27', other + '_py27')
+                  if n in self.results]
+        if len(growth) == 2:
+            self.report.add_ratio('get_rss_growth_mib_py27', max(growth),
+                                  '<=', 16)
+        else:
+            self._unmeasured('get_rss_growth_mib_py27', '<=', 16)
         self.ratio('hub_max_stall_ms', 'fastsheep_hub_stall', None, '<=',
                    20, key='hub_max_stall_ms')
         self.ratio('hub_max_stall_ms_pike', 'pike_hub_stall', None,
@@ -520,12 +578,15 @@ def _shim_pike(module):
 
 
 def _iterate(iterable):
-    """Iterate, treating Pike's generator-raised StopIteration as the end."""
+    """Iterate, treating Pike's generator-raised StopIteration as the end.
+
+    (Python 3.7+ only: on 2.7 that StopIteration ends the loop itself.)
+    """
     try:
         for chunk in iterable:
             yield chunk
     except RuntimeError as exc:
-        if not isinstance(exc.__cause__, StopIteration):
+        if not isinstance(getattr(exc, '__cause__', None), StopIteration):
             raise
 
 
@@ -540,7 +601,8 @@ def _store(params):
     conf.register_opts(backend._STORE_OPTS, group='glance_store')
     if params['driver'] == 'pike':
         from glance_store._drivers import sheepdog as module
-        _shim_pike(module)
+        if sys.version_info[0] >= 3:  # on 2.7 its output is bytes already
+            _shim_pike(module)
         command = 'collie'
     else:
         import importlib
@@ -602,11 +664,19 @@ def _in_mode(params, func):
     return box['value']
 
 
-def _timed(func):
+def _monotonic():
     import time
-    started = time.monotonic()
+    try:
+        return time.monotonic()
+    except AttributeError:  # Python 2.7 (the _py27 rows): Pike pins it
+        import monotonic
+        return monotonic.monotonic()
+
+
+def _timed(func):
+    started = _monotonic()
     value = func()
-    return value, time.monotonic() - started
+    return value, _monotonic() - started
 
 
 def _worker_get(params, common):
