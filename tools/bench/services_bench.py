@@ -41,8 +41,9 @@ Rows:
   wildcard-matched names go to an ``ignore`` definition (see
   ``IGNORED_WILDCARD``) so that the three Pike agents deliver the same
   measures; each row says how many resources and metrics the burst left
-  in gnocchi. The current agents have no such definition: those names
-  are unmatched there.
+  in gnocchi, and how many POST/PATCH requests gnocchi-api logged. The
+  current agents have no such definition: those names are unmatched
+  there.
 """
 
 import hashlib
@@ -329,6 +330,7 @@ class _Section(object):
             # PATCH an image that gnocchi holds as generic (404s).
             rid = resources[i % len(resources)]
             return rid + '-img' if name == 'image.size' else rid
+        writes = self._gnocchi_writes()
         try:
             before = processes.cpu_seconds(pid)
             start = time.monotonic()
@@ -359,12 +361,28 @@ class _Section(object):
                 break
             last = now
         wall = time.monotonic() - start
+        writes = self._gnocchi_writes() - writes
         delivered = self._delivered(requests, gnocchi_url, run)
         self._row('agent_cpu_%s' % agent_name, cpu_s=round(now - before, 2),
                   wall_s=round(wall, 1),
                   samples=notifications * per,
                   resources=delivered[0], metrics=delivered[1],
+                  gnocchi_writes=writes,
                   peak_rss_mib=_tree_peak_rss_mib(pid))
+
+    def _gnocchi_writes(self):
+        """POST/PATCH requests gnocchi-api has logged so far.
+
+        Only the agent under test writes during a burst (the bench's
+        polls are GETs): equal counts mean the agents did the same
+        gnocchi work, whatever their CPU.
+        """
+        try:
+            with open(os.path.join(self.rundir, 'gnocchi-api.log')) as log:
+                return sum(1 for line in log
+                           if '] POST /' in line or '] PATCH /' in line)
+        except (IOError, OSError):
+            return 0
 
     @staticmethod
     def _delivered(requests, gnocchi_url, run):
