@@ -62,26 +62,8 @@ class PikeCeilometerAgent(fixtures.Fixture):
         self.resources_extra = resources_extra
 
     def _pipelines(self, base):
-        pipeline = os.path.join(base, 'pipeline.yaml')
-        with open(pipeline, 'w') as f:
-            f.write('---\nsources:\n'
-                    '    - name: meter_source\n'
-                    '      meters:\n          - "*"\n'
-                    '      sinks:\n          - meter_sink\n'
-                    'sinks:\n'
-                    '    - name: meter_sink\n'
-                    '      transformers:\n'
-                    '      publishers:\n          - gnocchi://\n')
-        event_pipeline = os.path.join(base, 'event_pipeline.yaml')
-        with open(event_pipeline, 'w') as f:
-            f.write('---\nsources:\n'
-                    '    - name: event_source\n'
-                    '      events:\n          - "*"\n'
-                    '      sinks:\n          - event_sink\n'
-                    'sinks:\n'
-                    '    - name: event_sink\n'
-                    '      transformers:\n'
-                    '      publishers:\n          - gnocchi://\n')
+        pipeline, event_pipeline = services.write_pipelines(
+            base, 'gnocchi://', pike=True)
         if self.dispatcher == 'plugin':
             # README: ``- gnocchi://`` becomes ``- gnocchi-metriccache://``
             # in both files; devstack's function does just that.
@@ -131,7 +113,7 @@ class PikeCeilometerAgent(fixtures.Fixture):
                 'ceilometer', os.path.join(base, 'patched'),
                 os.path.join(base, 'patch.log')))
         extra = {'PYTHONPATH': ':'.join(path)}
-        env = pike_sources.pike_env(venv, extra)
+        env = venvs.venv_env(venv, extra)
         self.dispatcher_file = pike_sources.module_file(
             venv, 'ceilometer.dispatcher.gnocchi', env)
         if (self.dispatcher == 'patched') == self.dispatcher_file.startswith(

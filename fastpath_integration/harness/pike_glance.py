@@ -122,7 +122,7 @@ class PikeGlance(fixtures.Fixture):
         if self.store == 'patched':
             extra['PYTHONPATH'] = pike_sources.patched_tree(
                 'glance_store', os.path.join(base, 'patched'), log)
-        env = pike_sources.pike_env(venv, extra)
+        env = venvs.venv_env(venv, extra)
         self.env = env
         bindir = os.path.join(venv, 'bin')
         processes.run([os.path.join(bindir, 'glance-manage'),

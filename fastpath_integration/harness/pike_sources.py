@@ -25,20 +25,6 @@ def sdist_cache():
     return os.path.join(os.path.dirname(venvs.cache_root()), 'sdists')
 
 
-def pike_env(venv, extra=None):
-    """The environment of a process run from the 2.7 ``venv``.
-
-    Nothing of the test runner's Python 3 venv may leak in.
-    """
-    env = {k: v for k, v in os.environ.items()
-           if k not in ('VIRTUAL_ENV', 'PYTHONHOME', 'PYTHONPATH',
-                        'PYTHONWARNINGS', 'PYTHONDONTWRITEBYTECODE')}
-    env['VIRTUAL_ENV'] = venv
-    env['PATH'] = os.path.join(venv, 'bin') + ':' + env.get('PATH', '')
-    env.update(extra or {})
-    return env
-
-
 def glance_etc(venv, log):
     """glance 15.0.2's etc/ directory, from its sdist.
 
@@ -52,7 +38,7 @@ def glance_etc(venv, log):
     os.makedirs(cache, exist_ok=True)
     processes.run([os.path.join(venv, 'bin', 'pip'), 'download', '-q',
                    '--no-deps', '--no-binary', ':all:', '-d', cache,
-                   'glance==15.0.2'], log=log, env=pike_env(venv))
+                   'glance==15.0.2'], log=log, env=venvs.venv_env(venv))
     with tarfile.open(os.path.join(cache, 'glance-15.0.2.tar.gz')) as tar:
         tar.extractall(cache, [m for m in tar.getmembers()
                                if m.name.startswith('glance-15.0.2/etc/')])
@@ -94,7 +80,7 @@ def install_project(service, log):
     venv = venvs.ensure_venv(service)
     processes.run([os.path.join(venv, 'bin', 'pip'), 'install', '-q',
                    '--no-deps', '--force-reinstall', TOPDIR], log=log,
-                  env=pike_env(venv), cwd='/')
+                  env=venvs.venv_env(venv), cwd='/')
     return venv
 
 

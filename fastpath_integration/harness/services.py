@@ -40,21 +40,6 @@ PIKE_TOPIC = 'notifications-pike'
 PLUGIN_TOPIC = 'notifications'
 
 
-def venv_env(venv, extra=None):
-    """The environment of a service run from ``venv``.
-
-    Without the test runner's own venv: uWSGI reads VIRTUAL_ENV to pick
-    its Python home, and would then import from tox's venv.
-    """
-    env = {k: v for k, v in os.environ.items()
-           if k not in ('VIRTUAL_ENV', 'PYTHONHOME', 'PYTHONPATH',
-                        'PYTHONWARNINGS', 'PYTHONDONTWRITEBYTECODE')}
-    env['VIRTUAL_ENV'] = venv
-    env['PATH'] = os.path.join(venv, 'bin') + ':' + env.get('PATH', '')
-    env.update(extra or {})
-    return env
-
-
 def devstack_lib(function, args, env=None, log=None):
     """Run one function of devstack/lib/fastpath, as the plugin does."""
     script = 'set -eu; source "$0"; %s "$@"' % function
@@ -263,7 +248,7 @@ class Gnocchi(fixtures.Fixture):
                     '[metricd]\nworkers = 1\nmetric_processing_delay = 1\n'
                     % (port, self.indexer_url,
                        os.path.join(base, 'storage')))
-        env = venv_env(venv)
+        env = venvs.venv_env(venv)
         bindir = os.path.join(venv, 'bin')
         processes.run([os.path.join(bindir, 'gnocchi-upgrade'),
                        '--config-file', conf],
@@ -317,24 +302,7 @@ class CeilometerAgent(fixtures.Fixture):
         write_resources_file(venv, resources)
         query = ('?enable_filter_project=false&resources_definition_file=%s'
                  % resources)
-        pipeline = os.path.join(base, 'pipeline.yaml')
-        with open(pipeline, 'w') as f:
-            f.write('---\nsources:\n'
-                    '    - name: meter_source\n'
-                    '      meters:\n          - "*"\n'
-                    '      sinks:\n          - meter_sink\n'
-                    'sinks:\n'
-                    '    - name: meter_sink\n'
-                    '      publishers:\n          - gnocchi://%s\n' % query)
-        event_pipeline = os.path.join(base, 'event_pipeline.yaml')
-        with open(event_pipeline, 'w') as f:
-            f.write('---\nsources:\n'
-                    '    - name: event_source\n'
-                    '      events:\n          - "*"\n'
-                    '      sinks:\n          - event_sink\n'
-                    'sinks:\n'
-                    '    - name: event_sink\n'
-                    '      publishers:\n          - gnocchi://%s\n' % query)
+        pipeline, event_pipeline = write_pipelines(base, 'gnocchi://' + query)
         if self.publisher == 'plugin':
             devstack_lib('configure_fastpath_ceilometer_pipelines',
                          [pipeline, event_pipeline],
@@ -353,7 +321,7 @@ class CeilometerAgent(fixtures.Fixture):
                     % (self.transport_url, pipeline, event_pipeline,
                        self.topic, self.gnocchi_url))
         bindir = os.path.join(venv, 'bin')
-        env = venv_env(venv)
+        env = venvs.venv_env(venv)
         if self.upgrade:
             # Creates gnocchi's resource types and archive policies.
             processes.run([os.path.join(bindir, 'ceilometer-upgrade'),
@@ -394,6 +362,32 @@ def wait_agent_consuming(service, name, transport_url, topic, gnocchi_url):
 # The attributes gnocchi's ``image`` resource type requires.
 IMAGE_METADATA = {'name': 'probe', 'container_format': 'bare',
                   'disk_format': 'raw'}
+
+
+def write_pipelines(base, publisher, pike=False):
+    """Write pipeline.yaml and event_pipeline.yaml publishing everything.
+
+    Every meter and every event goes to ``publisher``; Pike's sinks also
+    carry an empty ``transformers`` list. Returns both paths.
+    """
+    paths = []
+    for kind, items in (('meter', 'meters'), ('event', 'events')):
+        prefix = '' if kind == 'meter' else 'event_'
+        path = os.path.join(base, prefix + 'pipeline.yaml')
+        with open(path, 'w') as f:
+            f.write('---\nsources:\n'
+                    '    - name: %(kind)s_source\n'
+                    '      %(items)s:\n          - "*"\n'
+                    '      sinks:\n          - %(kind)s_sink\n'
+                    'sinks:\n'
+                    '    - name: %(kind)s_sink\n'
+                    '%(transformers)s'
+                    '      publishers:\n          - %(publisher)s\n'
+                    % {'kind': kind, 'items': items, 'publisher': publisher,
+                       'transformers': '      transformers:\n' if pike
+                       else ''})
+        paths.append(path)
+    return tuple(paths)
 
 
 # The suite's own definition: one exact metric name and one wildcard
@@ -507,7 +501,7 @@ class Glance(fixtures.Fixture):
                 ['bash', '-c', 'source "$0"; fastpath_glance_store_mode "$1"',
                  LIB_FASTPATH, os.path.join(venv, 'bin', 'python')],
                 check=True, capture_output=True, text=True,
-                env=venv_env(venv, env)).stdout.strip()
+                env=venvs.venv_env(venv, env)).stdout.strip()
             devstack_lib('configure_fastpath_glance', [conf, mode], env=env,
                          log=log)
             self.backend = env.get('FASTPATH_GLANCE_BACKEND_ID',
@@ -515,7 +509,7 @@ class Glance(fixtures.Fixture):
         else:
             self.backend = 'fs'
         bindir = os.path.join(venv, 'bin')
-        env = venv_env(venv)
+        env = venvs.venv_env(venv)
         processes.run([os.path.join(bindir, 'glance-manage'),
                        '--config-file', conf, 'db_sync'],
                       log=os.path.join(base, 'db_sync.log'), cwd=cwd,
@@ -653,13 +647,13 @@ class Harness(fixtures.Fixture):
         glance = venvs.ensure_venv('glance')
         processes.run([os.path.join(glance, 'bin', 'pip'), 'wheel', '-q',
                        '--no-deps', '-w', wheels, TOPDIR], log=log,
-                      env=venv_env(glance))
+                      env=venvs.venv_env(glance))
         wheel = glob.glob(os.path.join(wheels, '*.whl'))[0]
         for service in ('glance', 'glance-eventlet', 'ceilometer'):
             venv = venvs.ensure_venv(service)
             processes.run([os.path.join(venv, 'bin', 'pip'), 'install', '-q',
                            '--no-deps', '--force-reinstall', wheel], log=log,
-                          env=venv_env(venv))
+                          env=venvs.venv_env(venv))
 
 
 class SheepdogEmulator(fixtures.Fixture):
@@ -684,7 +678,7 @@ class SheepdogEmulator(fixtures.Fixture):
             '--port', str(port),
             'setup', '--bin', os.path.join(root, 'bin')],
             log=os.path.join(self.rundir, 'emulator-setup.log'),
-            env=venv_env(os.path.dirname(os.path.dirname(python))))
+            env=venvs.venv_env(os.path.dirname(os.path.dirname(python))))
         self.env = {
             'FASTPATH_SHEEPDOG_ADDRESS': '127.0.0.1',
             'FASTPATH_SHEEPDOG_PORT': str(port),

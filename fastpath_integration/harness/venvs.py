@@ -96,6 +96,21 @@ def venv_path(service):
     return os.path.join(cache_root(), '%s-%s' % (service, venv_key(service)))
 
 
+def venv_env(venv, extra=None):
+    """The environment of a process run from ``venv`` (3.x or 2.7).
+
+    Without the test runner's own venv: uWSGI reads VIRTUAL_ENV to pick
+    its Python home, and a 2.7 service would import tox's 3.x packages.
+    """
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('VIRTUAL_ENV', 'PYTHONHOME', 'PYTHONPATH',
+                        'PYTHONWARNINGS', 'PYTHONDONTWRITEBYTECODE')}
+    env['VIRTUAL_ENV'] = venv
+    env['PATH'] = os.path.join(venv, 'bin') + ':' + env.get('PATH', '')
+    env.update(extra or {})
+    return env
+
+
 @contextlib.contextmanager
 def _locked(path):
     os.makedirs(os.path.dirname(path), exist_ok=True)
