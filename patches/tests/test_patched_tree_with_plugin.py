@@ -52,9 +52,15 @@ class TestPatchedTreeWithPlugin(unittest.TestCase):
         """Make fastsheep a glance_store.drivers entry point, as pip would.
 
         The repository is on the path but not installed, so a throw-away
-        dist-info directory carries the entry point of setup.cfg.
+        dist-info directory carries the entry point of setup.cfg, unless
+        the checkout's own egg-info (``pip install -e``, as ``tox -e py27``
+        leaves it) already does: a second ``fastsheep`` entry point would
+        make stevedore refuse both and glance_store skip the driver.
         """
         import pkg_resources
+        if any(True for _ in pkg_resources.iter_entry_points(
+                'glance_store.drivers', 'fastsheep')):
+            return
         tmp = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, tmp)
         info = os.path.join(tmp, 'fastsheep_probe-1.0.dist-info')
