@@ -90,8 +90,10 @@ class CeilometerTestCase(AgentTestBase):
     def test_wildcard_metric_becomes_measures(self):
         """A metric matched only by the ``fastpath.wild.*`` pattern.
 
-        The stock publisher (a dict of literal names) drops it; the plugin
-        creates the metric with the definition's archive policy.
+        The stock publisher (a dict of literal names) drops it; the plugin,
+        with ``[metriccache] wildcard_metrics = true`` (the opt-in on
+        current releases), creates the metric with the definition's
+        archive policy.
         """
         rid = self.resource_id()
         name = 'fastpath.wild.%s' % uuid.uuid4().hex[:8]
