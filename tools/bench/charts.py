@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``--report DIR``: the run's tables as Markdown, its charts as PNG.
+"""``--report DIR``: the run's tables as Markdown and reStructuredText,
+its charts as PNG.
 
 matplotlib is imported only here, and only when a report is asked for,
 so the plain bench run needs no plotting library.
@@ -47,6 +48,21 @@ def write_report(report, meta, directory):
         for text in report.notes:
             out.write('\n- %s' % text)
         out.write('\n')
+    written.append(path)
+    path = os.path.join(directory, 'report.rst')
+    with open(path, 'w') as out:
+        title = 'Bench run of %s' % meta['started']
+        out.write('%s\n%s\n\nPython %s, %s CPUs; quick: %s; wall %s s. '
+                  'Written by ``tox -e bench -- --report DIR``.\n\n'
+                  % (title, '=' * len(title), meta['python'], meta['cpus'],
+                     meta['quick'], meta['wall_s']))
+        out.write(tables.tables(report, 'rst'))
+        if report.notes:
+            # Notes are free text: a literal block, so nothing in them
+            # is read as markup.
+            out.write('\nNotes::\n\n')
+            for text in report.notes:
+                out.write('    %s\n' % text)
     written.append(path)
     return written
 

@@ -288,7 +288,7 @@ QUESTIONS = [
 
 
 def tables(report, fmt):
-    """Every table of ``report`` rendered as ``fmt``: text or markdown.
+    """Every table of ``report`` rendered as ``fmt``: text, markdown or rst.
 
     The questions with rows in this run, then each section's rows no
     question names, then the ratios with their targets.
@@ -335,6 +335,14 @@ def _render(title, what, headings, keys, cells, with_ratio, fmt):
             if i == 0 or any(line[i] not in ('', '-') for line in body)]
     headings = [headings[i] for i in keep]
     body = [[line[i] for i in keep] for line in body]
+    if fmt == 'rst':
+        lines = [title, '-' * len(title), '', what, '',
+                 '.. list-table::', '   :header-rows: 1', '']
+        for line in [headings] + body:
+            lines.append('   * - %s' % _rst_cell(line[0]))
+            lines += [('     - %s' % _rst_cell(c)).rstrip()
+                      for c in line[1:]]
+        return '\n'.join(lines) + '\n'
     if fmt == 'markdown':
         lines = ['### %s' % title, '', what, '',
                  '| %s |' % ' | '.join(headings),
@@ -364,6 +372,11 @@ def _ratios(report, fmt):
     return _render('Ratios and targets', 'Every ratio is taken from rows '
                    'measured in this run.', ['value', 'target'],
                    ['value', 'target'], cells, False, fmt)
+
+
+def _rst_cell(text):
+    # A literal keeps "dog | dd" and "*" from being read as markup.
+    return '``%s``' % text if any(c in text for c in '|*`_') else text
 
 
 def fmt_value(value):
