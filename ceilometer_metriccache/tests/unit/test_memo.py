@@ -69,15 +69,35 @@ class TestBoundedMemo(testtools.TestCase):
         self.assertIn('n99', names)
         self.assertNotIn('n0', names)
 
-    def test_name_set_membership_only_reads(self):
-        """``in`` is a question: upstream adds after it has warned."""
+    def test_name_set_check_claims_the_name(self):
+        """The first ``in`` sees a name missing; every later one sees it."""
         names = memo.BoundedNameSet(5)
         self.assertNotIn('metric.x', names)
-        self.assertNotIn('metric.x', names)
-        self.assertEqual(0, len(names))
+        self.assertIn('metric.x', names)
+        self.assertEqual(1, len(names))
         names.add('metric.x')
         self.assertIn('metric.x', names)
         self.assertEqual(1, len(names))
+
+    def test_name_set_one_thread_sees_a_new_name_missing(self):
+        """Upstream warns where ``in`` says missing: once, across threads."""
+        names = memo.BoundedNameSet(50)
+        missing = []
+
+        def worker():
+            for i in range(200):
+                name = 'metric.%d' % (i % 40)
+                if name not in names:
+                    missing.append(name)
+                    names.add(name)
+
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.assertEqual(sorted('metric.%d' % i for i in range(40)),
+                         sorted(missing))
 
     def test_thread_safe(self):
         m = memo.BoundedMemo(20)
