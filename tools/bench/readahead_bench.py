@@ -85,9 +85,9 @@ class _Section(sheepdog_bench._Section):
 
     name = SECTION
 
-    def _run(self, name, params):
+    def _run(self, name, params, python=None):
         if not params.get('all_readers'):
-            return super(_Section, self)._run(name, params)
+            return super(_Section, self)._run(name, params, python)
         # The sheepdog worker, started through this module so that it
         # pins the ramp first (see __main__ below).
         params = dict(params, root=self.root, dog=self.dog,
