@@ -234,6 +234,18 @@ QUESTIONS = [
              'readahead_get_fixed4_w16_hot', vs='N=1'),
          row('4 readers pinned, 64 MiB windows',
              'readahead_get_fixed4_w64_hot', vs='N=1')]),
+    Question(
+        'metriccache', 'lookup_py27', 'Metric lookup on Pike\'s CPython 2.7',
+        'Pike\'s dispatcher loop (2.7 fnmatch: 100 patterns, then cleared) '
+        'and the plugin over a shuffled mix of every stock metric name plus '
+        '10% unknown ones; vs: Pike\'s time over the plugin\'s.',
+        [('mix us', 'mix_us'), ('hit us', 'hit_us'), ('miss us', 'miss_us'),
+         ('pattern hit us', 'pattern_hit_us')],
+        [row('Pike loop, 2.7', 'metric_lookup_mix_us_py27', 'pike_'),
+         row('plugin, 2.7', 'metric_lookup_mix_us_py27', 'plugin_',
+             vs='Pike loop, 2.7')],
+        ratio=('mix_us', 'hit_us'), higher_is_better=False,
+        chart='lookup_us_py27', log_scale=True),
     _lookup(
         'metriccache', 'lookup', 'Metric and event lookup on Python 3',
         'Per-call time of finding a metric\'s (or event\'s) resource '
