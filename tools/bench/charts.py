@@ -85,8 +85,10 @@ def _bar_chart(question, cells, meta, path):
     if question.log_scale:
         axes.set_xscale('log')
     axes.set_xlabel(column.heading)
-    axes.set_title('%s (Python %s, %s)' % (question.title, meta['python'],
-                                           meta['started']), fontsize=10)
+    # Rows name their own interpreter; the runner's is not theirs.
+    axes.set_title(question.title, fontsize=10)
+    figure.text(0.99, 0.01, 'bench run %s' % meta['started'], fontsize=7,
+                ha='right', va='bottom', color='#666666')
     for bar, value in zip(bars, values):
         axes.text(bar.get_width(), bar.get_y() + bar.get_height() / 2,
                   ' ' + tables.fmt_value(value), va='center', fontsize=8)
