@@ -185,14 +185,7 @@ class AgentCPUTestCase(base.IntegrationTestCase):
                                            sentinel),
             auth=AUTH, timeout=30).status_code == 200, 300,
             '%s agent: burst delivered' % agent)
-        # Let the agent finish what it has in hand.
-        last = processes.cpu_seconds(pid)
-        while True:
-            time.sleep(1)
-            now = processes.cpu_seconds(pid)
-            if now - last < 0.05:
-                break
-            last = now
+        now = processes.cpu_seconds_once_idle(pid)
         return now - before, time.monotonic() - start
 
     def test_cpu_plugin_vs_stock(self):

@@ -353,13 +353,7 @@ class _Section(object):
                 raise RuntimeError('%s: burst not delivered in 30 min'
                                    % agent_name)
             time.sleep(1)
-        last = processes.cpu_seconds(pid)
-        while True:
-            time.sleep(1)
-            now = processes.cpu_seconds(pid)
-            if now - last < 0.05:
-                break
-            last = now
+        now = processes.cpu_seconds_once_idle(pid)
         wall = time.monotonic() - start
         writes = self._gnocchi_writes() - writes
         delivered = self._delivered(requests, gnocchi_url, run)
