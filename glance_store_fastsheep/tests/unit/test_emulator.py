@@ -160,6 +160,14 @@ class TestVdiLifecycle(EmulatorTestCase):
         out, err = self.assertDog(['vdi', 'list', '-r', 'img1'])
         self.assertEqual(str(OBJ), out.decode().split(' ')[4])
 
+    def test_used_counts_every_object_of_a_full_image(self):
+        size = 2 * OBJ + 7
+        self.assertDog(['vdi', 'create', 'img1', str(size)])
+        self.assertDog(['vdi', 'write', 'img1', '0', str(size)],
+                       stdin=b'y' * size)
+        out, err = self.assertDog(['vdi', 'list', '-r', 'img1'])
+        self.assertEqual(str(3 * OBJ), out.decode().split(' ')[4])
+
     def test_list_human_readable(self):
         self.assertDog(['vdi', 'create', 'img1', '1G'])
         out, err = self.assertDog(['vdi', 'list'])
