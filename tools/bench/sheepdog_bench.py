@@ -207,6 +207,8 @@ class _Section(object):
         # put_eventlet_vs_threads: one upload per round, more rounds than
         # the other rows have repeats, since uploads vary the most here.
         self.put_rounds = self.put_repeats + 2
+        # get_*_vs_ceiling: the ceiling and the default downloads.
+        self.get_rounds = max(self.repeats, 4)
         self.pike_put_size = min(self.size, common.parse_size(
             args.sheepdog_pike_put_size or ('4M' if quick else '64M')))
         # Pike's download is slow too; --quick keeps it short.
@@ -406,7 +408,7 @@ class _Section(object):
                                             mode='eventlet')),
             ('fastsheep_get_threads', dict(get, driver='fastsheep',
                                            mode='threads'))],
-            max(repeats, 4), lambda r: (transfer(r) if 'rss_growth_mib' in r
+            self.get_rounds, lambda r: (transfer(r) if 'rss_growth_mib' in r
                                         else piped(r)))
         self.row('ceiling_shell_pipe', dict(ceiling, repeats=repeats), piped)
         self.row('pike_get_eventlet', dict(
@@ -519,13 +521,15 @@ class _Section(object):
         self.report.note(
             'sheepdog: %d MiB image (uploads %d MiB), %d timed repeat(s) '
             'per get row and %d per put row (median; %d alternating rounds '
-            'for the eventlet and threads uploads); '
+            'for the ceiling and the default downloads, %d for the '
+            'eventlet and threads uploads); '
             'Pike downloads %d MiB and uploads %d MiB (it runs at ~8 MB/s; '
             'ratios are MB/s); 50 ms rows upload %d MiB in 4 MiB chunks; '
             'get_rss_growth_mib is the larger of chunk_size 64 (default) '
             'and %d MiB; emulator root %s' % (
                 size // MIB, self.put_size // MIB, repeats,
-                self.put_repeats, self.put_rounds, self.pike_get_size // MIB,
+                self.put_repeats, self.get_rounds, self.put_rounds,
+                self.pike_get_size // MIB,
                 self.pike_put_size // MIB, self.latency_size // MIB,
                 self.other_chunk, os.path.dirname(self.root)))
         if self.fast_missing:
