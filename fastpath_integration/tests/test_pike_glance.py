@@ -16,16 +16,11 @@ import requests
 from fastpath_integration.tests import base
 from fastpath_integration.tests import test_glance
 
-HEADERS = {
-    'X-Identity-Status': 'Confirmed',
-    'X-Roles': 'admin,member,reader',
-    'X-Tenant-Id': 'fastpath-project',
-    'X-Project-Id': 'fastpath-project',
-    'X-User-Id': 'fastpath-user',
-}
-MIB = 1024 * 1024
-SIZE = 9 * MIB + 12345
-TIMEOUT = 120
+# test_glance's identity headers, plus the tenant header Pike reads.
+HEADERS = dict(test_glance.HEADERS, **{'X-Tenant-Id': 'fastpath-project'})
+MIB = test_glance.MIB
+SIZE = test_glance.SIZE
+TIMEOUT = test_glance.TIMEOUT
 
 
 class PikeGlanceClient(object):
