@@ -43,6 +43,26 @@ TOPDIR = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
 
+def write_random_file(path, size):
+    """size pseudo-random bytes (seeded, fast to make); their sha256.
+
+    The source image of the sheepdog, readahead and services rows:
+    incompressible like a real image, and the same bytes on every run.
+    """
+    import hashlib
+    import random
+    rng = random.Random(20171110)
+    digest = hashlib.sha256()
+    with open(path, 'wb') as dst:
+        left = size
+        while left:
+            block = rng.randbytes(min(left, 16 << 20))
+            dst.write(block)
+            digest.update(block)
+            left -= len(block)
+    return digest.hexdigest()
+
+
 def pike27_python():
     """The interpreter of the bench's Pike venv: CPython 2.7, Pike's pins.
 

@@ -100,18 +100,6 @@ def _tree_peak_rss_mib(pid):
     return round(peak, 1)
 
 
-def _write_source(path, size):
-    digest = hashlib.sha256()
-    with open(path, 'wb') as out:
-        left = size
-        while left:
-            block = os.urandom(min(left, 4 * MIB))
-            digest.update(block)
-            out.write(block)
-            left -= len(block)
-    return digest.hexdigest()
-
-
 class _Section(object):
 
     name = 'services'
@@ -239,7 +227,7 @@ class _Section(object):
         from fastpath_integration.harness import pike_glance
         source = os.path.join(rundir, 'image.raw')
         self._progress('writing a %d MiB source image', self.size // MIB)
-        sha = _write_source(source, self.size)
+        sha = common.write_random_file(source, self.size)
         small = os.path.join(rundir, 'image-intree.raw')
         small_size = min(self.size, PUT_INTREE_MAX)
         with open(source, 'rb') as src, open(small, 'wb') as dst:

@@ -146,22 +146,6 @@ def _scratch_parent(size, wanted):
     return None
 
 
-def _make_source(path, size):
-    """Pseudo-random bytes (fast to make), with their sha256 digests."""
-    import hashlib
-    import random
-    rng = random.Random(20171110)
-    digest = hashlib.sha256()
-    with open(path, 'wb') as dst:
-        left = size
-        while left:
-            block = rng.randbytes(min(left, 16 * MIB))
-            dst.write(block)
-            digest.update(block)
-            left -= len(block)
-    return digest.hexdigest()
-
-
 def _sha256_prefix(path, size):
     import hashlib
     digest = hashlib.sha256()
@@ -320,7 +304,8 @@ class _Section(object):
         self.env = {'PATH': bin_dir + os.pathsep + os.environ.get('PATH',
                                                                   '')}
         self.source = os.path.join(self.root, 'source.img')
-        self.source_sha = _make_source(self.source, self.size)
+        self.source_sha = self.common.write_random_file(self.source,
+                                                        self.size)
         self.prefix_sha = {}
         for size in (self.pike_put_size, self.latency_size,
                      self.pike_get_size, self.put_size):
