@@ -18,6 +18,7 @@ number of bytes is checked against what was asked for: a child that dies
 or stops early is an error, never a shorter image.
 """
 
+import time
 
 from glance_store import exceptions
 from oslo_log import log as logging
@@ -27,6 +28,9 @@ from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import pipe_io
 
 LOG = logging.getLogger(__name__)
+
+# The clock of the transfer timings (Python 2.7's time has no monotonic).
+now = getattr(time, 'monotonic', time.time)
 
 
 class ReadProcess(object):
@@ -97,6 +101,81 @@ class ReadProcess(object):
         self._stderr.close()
 
 
+class RangeRead(object):
+    """One child's range, read piece by piece by whoever asks for them.
+
+    The plain stream reads its whole range this way, and read-ahead reads
+    a range with no other reader beside it the same way (readahead's
+    InlineFetch), so that one reader costs the same with or without
+    read-ahead. ``cut`` ends the range early: the child is then killed at
+    the cut instead of checked for its exit, as what it sent up to the
+    cut was counted. ``waited`` is the time take() spent waiting on the
+    child.
+    """
+
+    def __init__(self, settings, address, port, name, offset, length):
+        self.offset = offset
+        self.length = length
+        self.end = length  # bytes to deliver; less once cut
+        self.waited = 0.0
+        self.finished = False
+        self.child = ReadProcess(settings, address, port, name, offset,
+                                 length)
+
+    @property
+    def delivered(self):
+        return self.child.received
+
+    def cut(self, length):
+        """Deliver only the first length bytes; False if past them."""
+        if self.finished or self.child.received > length:
+            return False
+        self.end = length
+        return True
+
+    def take(self):
+        """The next piece (bytes) in order; None once the range is done."""
+        if self.finished:
+            return None
+        want = self.end - self.child.received
+        if want > 0:
+            started = now()
+            count, waited = self.child.read_piece(want)
+            if waited:
+                self.waited += now() - started
+            if count > 0:
+                piece = self.child.reader.view[:count].tobytes()
+                if not waited:
+                    hub_safe.give_way()
+                return piece
+        self._finish()
+        return None
+
+    def _finish(self):
+        """Check the range (unless cut at its end) and release the child.
+
+        Cut and reached the cut: its bytes were counted, the child is
+        killed. Anything else, short output included, gets the full
+        check of byte count and exit status, which raises for a range
+        that ended early.
+        """
+        self.finished = True
+        cut = self.end < self.length and self.child.received == self.end
+        verified = False
+        try:
+            if not cut:
+                self.child.finish()
+            verified = True
+        finally:
+            self.child.close(kill=cut or not verified)
+
+    def cancel(self):
+        """Kill the child and release its pipe, unless done already."""
+        if not self.finished:
+            self.finished = True
+            self.child.close()
+
+
 class ReadStream(object):
     """The iterable that ``Store.get`` returns.
 
@@ -131,31 +210,23 @@ class ReadStream(object):
 def _stream(settings, address, port, name, offset, length):
     if length <= 0:
         return
-    child = ReadProcess(settings, address, port, name, offset, length)
-    finished = False
+    reader = RangeRead(settings, address, port, name, offset, length)
     try:
-        read_size = settings.read_size
-        while child.received < length:
-            count, waited = child.read_piece(
-                min(read_size, length - child.received))
-            if count == 0:
+        while True:
+            piece = reader.take()
+            if piece is None:
                 break
-            piece = child.reader.view[:count].tobytes()
-            if not waited:
-                hub_safe.give_way()
             yield piece
-        child.finish()
-        finished = True
-        LOG.debug('Read %d bytes of %s at offset %d', child.received, name,
+        LOG.debug('Read %d bytes of %s at offset %d', reader.delivered, name,
                   offset)
     except GeneratorExit:
         LOG.info('Download of %s stopped by its consumer after %d of %d '
-                 'bytes; killing `dog vdi read`', name, child.received,
+                 'bytes; killing `dog vdi read`', name, reader.delivered,
                  length)
         raise
     except Exception as exc:
         LOG.error('Download of %s failed after %d of %d bytes: %s', name,
-                  child.received, length, exc)
+                  reader.delivered, length, exc)
         raise
     finally:
-        child.close(kill=not finished)
+        reader.cancel()

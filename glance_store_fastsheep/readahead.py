@@ -42,7 +42,6 @@ import collections
 import math
 import mmap
 import threading
-import time
 
 from oslo_log import log as logging
 import six
@@ -52,7 +51,7 @@ from glance_store_fastsheep import hub_safe
 
 LOG = logging.getLogger(__name__)
 
-_now = getattr(time, 'monotonic', time.time)
+_now = download.now
 
 
 def windows(offset, length, window):
@@ -177,7 +176,7 @@ class ReaderRamp(object):
         return self.level
 
 
-class InlineFetch(object):
+class InlineFetch(download.RangeRead):
     """One range whose pipe the consumer reads itself, with no worker.
 
     A range that no other reader runs beside (the whole range at first,
@@ -185,80 +184,18 @@ class InlineFetch(object):
     and handing each piece over through a queue costs two thread or
     greenthread switches per piece: on a hot cache, where one reader is
     all that pays, that ran at 0.76-0.86 of the plain stream here. So it
-    is read as the plain stream reads, and the consumer's wait for the
-    pipe is both what the consumer waited and what the reader idled,
-    which is what the ramp samples. ``cut`` works as WindowFetch's does.
+    is read as the plain stream reads (download.RangeRead), and the
+    consumer's wait for the pipe is both what the consumer waited and
+    what the reader idled, which is what the ramp samples.
     """
-
-    def __init__(self, settings, address, port, name, offset, length):
-        self.offset = offset
-        self.length = length
-        self.end = length  # bytes to deliver; less once cut
-        self.waited = 0.0
-        self.finished = False
-        self.child = download.ReadProcess(settings, address, port, name,
-                                          offset, length)
-
-    @property
-    def delivered(self):
-        return self.child.received
 
     @property
     def idle(self):
         return self.waited
 
-    def cut(self, length):
-        """Deliver only the first length bytes; False if past them."""
-        if self.finished or self.child.received > length:
-            return False
-        self.end = length
-        return True
-
     def failed(self):
         """Errors surface in take(), in the consumer: never pending."""
         return False
-
-    def take(self):
-        """The next piece (bytes) in order; None once the range is done."""
-        if self.finished:
-            return None
-        want = self.end - self.child.received
-        if want > 0:
-            started = _now()
-            count, waited = self.child.read_piece(want)
-            if waited:
-                self.waited += _now() - started
-            if count > 0:
-                piece = self.child.reader.view[:count].tobytes()
-                if not waited:
-                    hub_safe.give_way()
-                return piece
-        self._finish()
-        return None
-
-    def _finish(self):
-        """Check the range (unless cut at its end) and release the child.
-
-        Cut and reached the cut: its bytes were counted, the child is
-        killed. Anything else, short output included, gets the full
-        check of byte count and exit status, which raises for a range
-        that ended early.
-        """
-        self.finished = True
-        cut = self.end < self.length and self.child.received == self.end
-        verified = False
-        try:
-            if not cut:
-                self.child.finish()
-            verified = True
-        finally:
-            self.child.close(kill=cut or not verified)
-
-    def cancel(self):
-        """Kill the child and release its pipe, unless done already."""
-        if not self.finished:
-            self.finished = True
-            self.child.close()
 
 
 class WindowFetch(object):
