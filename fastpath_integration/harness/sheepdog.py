@@ -1,0 +1,461 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A real local sheepdog cluster, as sheepdog's own functional tests run one.
+
+``SheepdogCluster`` starts N ``sheep`` daemons on loopback with the
+``local`` cluster driver, formats the cluster with the copies asked for,
+waits until it answers, and on clean-up kills only the processes it
+started. The binaries come from ``tools/build-sheepdog.sh``
+(``SHEEPDOG_PREFIX``, or a build of ``SHEEPDOG_SOURCE``, by default the
+archive in ``../shared/sheepdog/``).
+
+Two clusters at once must not collide. Each cluster has its own
+membership file (``-c local:SHMFILE``), store directories and ports, but
+the local driver also keeps cluster locks in the fixed directory
+``/tmp/sheepdog_locks/`` and purges it whenever a sheep starts, which
+would break every other running cluster. So, as root, every cluster gets
+a private mount namespace with its own tmpfs on that path: a holder
+process made by ``unshare`` owns the namespace, each sheep enters it with
+``nsenter``, and the holder ends when its stdin closes, with or without a
+clean-up. Without the privilege for that (an operator's non-root run),
+clusters fall back to the shared directory, which is safe for one
+cluster at a time; ``isolated`` says which it got.
+
+The module runs on Python 2.7 (``tox -e py27``, Pike's pins) as on 3:
+only the standard library and ``fixtures``.
+"""
+
+import errno
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import fixtures
+
+LOCK_DIR = '/tmp/sheepdog_locks'
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+BUILD_TOOL = os.path.join(ROOT, 'tools', 'build-sheepdog.sh')
+NO_SOURCE = 3
+SKIP_REASON = ('no real sheepdog: set SHEEPDOG_PREFIX to an installed one '
+               'or SHEEPDOG_SOURCE to a source archive (CI uses '
+               '../shared/sheepdog/sheepdog-1.0.1.tar.gz)')
+
+_prefix = []
+
+
+class Unavailable(Exception):
+    """No real sheepdog can be found or built here."""
+
+
+class ClusterError(Exception):
+    """A sheep would not start, or the cluster would not answer."""
+
+
+def _monotonic():
+    # Python 2.7 has no time.monotonic; the test fixture only needs
+    # coarse start-up deadlines, which oslo_utils gives on both.
+    from oslo_utils import timeutils
+    return timeutils.now()
+
+
+def prefix():
+    """The install prefix of a real sheepdog, building it once if needed.
+
+    :raises Unavailable: neither SHEEPDOG_PREFIX nor a source archive.
+    :raises ClusterError: the build failed (its log tail is in the text).
+    """
+    if not _prefix:
+        proc = subprocess.Popen(['bash', BUILD_TOOL], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        out, err = proc.communicate()
+        if proc.returncode == NO_SOURCE:
+            raise Unavailable(SKIP_REASON)
+        if proc.returncode:
+            raise ClusterError('tools/build-sheepdog.sh failed (%d): %s' % (
+                proc.returncode, err.decode('utf-8', 'replace')))
+        _prefix.append(out.decode('utf-8').strip())
+    return _prefix[0]
+
+
+def available():
+    """True when a real sheepdog is there or can be built."""
+    try:
+        prefix()
+    except Unavailable:
+        return False
+    return True
+
+
+def free_port():
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+def _children_of(pid):
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as stat:
+                fields = stat.read().rsplit(')', 1)[1].split()
+        except (IOError, OSError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def _alive(pid):
+    try:
+        with open('/proc/%d/stat' % pid) as stat:
+            return stat.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except (IOError, OSError):
+        return False
+
+
+class Node(object):
+    """One sheep: its port, zone, store directory and processes."""
+
+    def __init__(self, cluster, index, port):
+        self.cluster = cluster
+        self.index = index
+        self.port = port
+        self.directory = os.path.join(cluster.root, 'node%d' % index)
+        self.log_path = os.path.join(self.directory, 'sheep.log')
+        self.process = None
+        self.logger_pids = []
+
+    @property
+    def running(self):
+        return self.process is not None and self.process.poll() is None
+
+    def start(self, timeout=30):
+        if not os.path.isdir(self.directory):
+            os.makedirs(self.directory)
+        argv = [os.path.join(self.cluster.prefix, 'sbin', 'sheep'), '-f',
+                '-c', 'local:%s' % self.cluster.shm_file,
+                '-b', self.cluster.address, '-p', str(self.port),
+                '-z', str(self.index), self.directory]
+        argv = self.cluster.in_namespace(argv)
+        with open(os.devnull, 'rb') as null_in:
+            with open(os.path.join(self.cluster.root,
+                                   'node%d.out' % self.index), 'ab') as out:
+                self.process = subprocess.Popen(
+                    argv, stdin=null_in, stdout=out, stderr=out,
+                    close_fds=True)
+        deadline = _monotonic() + timeout
+        while _monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            if self._accepts():
+                self.logger_pids = _children_of(self.process.pid)
+                return
+            time.sleep(0.02)
+        self.kill()
+        raise ClusterError('sheep %d on port %d did not start; the end of '
+                           '%s:\n%s' % (self.index, self.port, self.log_path,
+                                        self.log_tail()))
+
+    def _accepts(self):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.connect((self.cluster.address, self.port))
+            return True
+        except socket.error:
+            return False
+        finally:
+            sock.close()
+
+    def kill(self, sig=signal.SIGKILL, wait=True):
+        """Signal the sheep (SIGKILL: it dies mid-request) and reap it.
+
+        Its forked logger ends with it (a parent-death signal); it is
+        waited for too, so no process of the node outlives this call.
+        """
+        if self.process is None:
+            return
+        pids = [self.process.pid] + (
+            self.logger_pids or _children_of(self.process.pid))
+        try:
+            os.kill(self.process.pid, sig)
+        except OSError as exc:
+            if exc.errno != errno.ESRCH:
+                raise
+        if not wait:
+            return
+        self.process.wait()
+        deadline = _monotonic() + 10
+        for pid in pids[1:]:
+            while _alive(pid) and _monotonic() < deadline:
+                time.sleep(0.02)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        self.process = None
+
+    def log_tail(self, lines=20):
+        text = []
+        for path in (self.log_path, os.path.join(
+                self.cluster.root, 'node%d.out' % self.index)):
+            try:
+                with open(path) as log:
+                    text.extend(log.read().splitlines()[-lines:])
+            except (IOError, OSError):
+                pass
+        return '\n'.join(text) or '(no log)'
+
+
+class SheepdogCluster(fixtures.Fixture):
+    """N local sheep with ``copies`` replicas, formatted and answering.
+
+    :param nodes: how many sheep (each its own port, zone and store).
+    :param copies: the cluster's redundancy (``dog cluster format -c``).
+    :param put_on_path: also put a bin directory holding ``dog`` and
+        ``collie`` first on PATH for the test, as a host with sheepdog
+        installed has them (Pike's in-tree driver runs a bare ``collie``
+        or ``dog``).
+
+    ``port`` is the first node's: the gateway a driver is pointed at.
+    """
+
+    address = '127.0.0.1'
+
+    def __init__(self, nodes=1, copies=1, put_on_path=False):
+        super(SheepdogCluster, self).__init__()
+        if copies > nodes:
+            raise ValueError('copies (%d) > nodes (%d)' % (copies, nodes))
+        self.node_count = nodes
+        self.copies = copies
+        self.put_on_path = put_on_path
+
+    def _setUp(self):
+        self.prefix = prefix()
+        self.dog_path = os.path.join(self.prefix, 'bin', 'dog')
+        self.collie_path = os.path.join(self.prefix, 'bin', 'collie')
+        self.root = self.useFixture(fixtures.TempDir()).path
+        self.shm_file = os.path.join(self.root, 'shm')
+        self.bin_dir = os.path.join(self.root, 'bin')
+        os.mkdir(self.bin_dir)
+        for name in ('dog', 'collie'):
+            os.symlink(os.path.join(self.prefix, 'bin', name),
+                       os.path.join(self.bin_dir, name))
+        self._holder = None
+        self.isolated = self._make_namespace()
+        self.addCleanup(self._end_namespace)
+        self.nodes = []
+        self.addCleanup(self.stop)
+        for index in range(self.node_count):
+            node = Node(self, index, free_port())
+            self.nodes.append(node)
+            # One after another: a node started while another is still
+            # setting up can fail to purge the lock directory.
+            node.start()
+        self.port = self.nodes[0].port
+        self.format()
+        if self.put_on_path:
+            self.useFixture(fixtures.EnvironmentVariable(
+                'PATH', self.bin_dir + os.pathsep + os.environ.get(
+                    'PATH', '')))
+
+    # -- the namespace ------------------------------------------------------
+
+    def _make_namespace(self):
+        if os.geteuid() != 0:
+            return False
+        script = ('mkdir -p %s && mount -t tmpfs sheepdog-locks %s && '
+                  'echo ready && exec cat >/dev/null' % (LOCK_DIR, LOCK_DIR))
+        try:
+            holder = subprocess.Popen(
+                ['unshare', '--mount', '--propagation', 'private', 'sh',
+                 '-c', script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, close_fds=True)
+        except OSError:
+            return False
+        if holder.stdout.readline().strip() != b'ready':
+            holder.stdin.close()
+            holder.wait()
+            return False
+        self._holder = holder
+        return True
+
+    def _end_namespace(self):
+        if self._holder is not None:
+            self._holder.stdin.close()
+            self._holder.stdout.close()
+            self._holder.stderr.close()
+            self._holder.wait()
+            self._holder = None
+
+    def in_namespace(self, argv):
+        if self._holder is None:
+            return argv
+        return ['nsenter', '--mount', '--target',
+                str(self._holder.pid)] + argv
+
+    # -- the cluster -----------------------------------------------------
+
+    def dog(self, *args, **kwargs):
+        """Run ``dog ARGS -a ADDRESS -p PORT``: (exit code, stdout, stderr).
+
+        ``port`` selects another node as gateway; ``stdin`` is bytes.
+        """
+        port = kwargs.get('port', self.port)
+        argv = [self.dog_path] + list(args) + [
+            '-a', self.address, '-p', str(port)]
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, close_fds=True)
+        out, err = proc.communicate(kwargs.get('stdin'))
+        return proc.returncode, out, err
+
+    def check_dog(self, *args, **kwargs):
+        code, out, err = self.dog(*args, **kwargs)
+        if code:
+            raise ClusterError('dog %s exited %d: %s' % (
+                ' '.join(args), code, err.decode('utf-8', 'replace')))
+        return out
+
+    def format(self, timeout=30):
+        self.check_dog('cluster', 'format', '-c', str(self.copies))
+        self.wait_until_running(timeout)
+
+    def wait_until_running(self, timeout=30):
+        deadline = _monotonic() + timeout
+        status = b''
+        while _monotonic() < deadline:
+            code, status, _err = self.dog('cluster', 'info')
+            if code == 0 and b'running' in status.split(b'\n')[0]:
+                code, nodes, _err = self.dog('node', 'list', '-r')
+                up = [node for node in self.nodes if node.running]
+                if code == 0 and len(nodes.splitlines()) == len(up):
+                    return
+            time.sleep(0.05)
+        raise ClusterError('cluster on port %d not running after %ss: %s\n%s'
+                           % (self.port, timeout,
+                              status.decode('utf-8', 'replace'),
+                              '\n'.join(n.log_tail(5) for n in self.nodes)))
+
+    def stop(self):
+        """Every sheep dies (SIGKILL): the whole cluster is down."""
+        for node in reversed(getattr(self, 'nodes', [])):
+            node.kill()
+
+    def kill_node(self, index, sig=signal.SIGKILL):
+        self.nodes[index].kill(sig)
+
+    def processes(self):
+        """Pids of every process of this cluster still alive.
+
+        The namespace holder and each sheep are children of the process
+        that made the fixture; a sheep's logger is the sheep's child.
+        """
+        pids = [self._holder.pid] if self._holder is not None else []
+        for node in self.nodes:
+            if node.process is not None:
+                pids.extend(pid for pid in [node.process.pid] +
+                            node.logger_pids if _alive(pid))
+        return pids
+
+    # -- looking at VDIs through dog itself ---------------------------------
+
+    def list_vdis(self):
+        """Names of the current (non-snapshot) VDIs, sorted."""
+        out = self.check_dog('vdi', 'list', '-r')
+        names = []
+        for line in out.decode('utf-8').splitlines():
+            fields = line.replace('\\ ', '\0').split(' ')
+            if fields and fields[0] == '=':
+                names.append(fields[1].replace('\0', ' '))
+        return sorted(names)
+
+    def vdi_exists(self, name):
+        return bool(self.check_dog('vdi', 'list', '-r', name).strip())
+
+    def vdi_size(self, name):
+        out = self.check_dog('vdi', 'list', '-r', name).decode('utf-8')
+        return int(out.replace('\\ ', '\0').split(' ')[3])
+
+    def vdi_bytes(self, name, offset=0, length=None):
+        if length is None:
+            length = self.vdi_size(name) - offset
+        if length == 0:
+            return b''
+        return self.check_dog('vdi', 'read', name, str(offset), str(length))
+
+    def vdi_digest(self, name, algo='md5'):
+        """(hex digest, length) of what ``dog vdi read`` streams back."""
+        digest = hashlib.new(algo)
+        length = 0
+        argv = [self.dog_path, 'vdi', 'read', name, '-a', self.address,
+                '-p', str(self.port)]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, close_fds=True)
+        while True:
+            piece = proc.stdout.read(1024 * 1024)
+            if not piece:
+                break
+            digest.update(piece)
+            length += len(piece)
+        err = proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+        if proc.wait():
+            raise ClusterError('dog vdi read %s exited %d: %s' % (
+                name, proc.returncode, err.decode('utf-8', 'replace')))
+        return digest.hexdigest(), length
+
+    def create_vdi(self, name, data=b'', size=None):
+        """Create a VDI holding data (size defaults to len(data))."""
+        size = len(data) if size is None else size
+        self.check_dog('vdi', 'create', name, str(size))
+        if data:
+            self.check_dog('vdi', 'write', name, '0', str(len(data)),
+                           stdin=data)
+
+    def delete_vdi(self, name):
+        self.check_dog('vdi', 'delete', name)
+
+
+def main(argv=None):
+    """``python -m fastpath_integration.harness.sheepdog [NODES [COPIES]]``
+
+    Start a cluster for a person to try things against, print where it
+    is, and stop it on Ctrl-C or end of input.
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    nodes = int(argv[0]) if argv else 1
+    copies = int(argv[1]) if len(argv) > 1 else min(nodes, 2)
+    with SheepdogCluster(nodes, copies) as cluster:
+        sys.stdout.write('sheepdog cluster: %d node(s), %d copies, dog at %s; '
+                         'gateway %s:%d; ports %s; isolated namespace: %s\n'
+                         % (nodes, copies, cluster.dog_path, cluster.address,
+                            cluster.port,
+                            ' '.join(str(n.port) for n in cluster.nodes),
+                            cluster.isolated))
+        sys.stdout.flush()
+        try:
+            sys.stdin.read()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == '__main__':
+    main()
