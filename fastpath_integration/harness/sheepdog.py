@@ -37,6 +37,7 @@ only the standard library and ``fixtures``.
 import errno
 import hashlib
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -79,8 +80,15 @@ def prefix():
     :raises ClusterError: the build failed (its log tail is in the text).
     """
     if not _prefix:
+        env = dict(os.environ)
+        if not (env.get('FASTPATH_CACHE_DIR') or env.get('XDG_CACHE_HOME')):
+            # oslotest gives each test a temporary HOME: keep the build
+            # in the real one's cache, where it outlives the test.
+            env['FASTPATH_CACHE_DIR'] = os.path.join(
+                pwd.getpwuid(os.getuid()).pw_dir, '.cache',
+                'openstack-fastpath')
         proc = subprocess.Popen(['bash', BUILD_TOOL], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+                                stderr=subprocess.PIPE, env=env)
         out, err = proc.communicate()
         if proc.returncode == NO_SOURCE:
             raise Unavailable(SKIP_REASON)
@@ -315,9 +323,12 @@ class SheepdogCluster(fixtures.Fixture):
     def dog(self, *args, **kwargs):
         """Run ``dog ARGS -a ADDRESS -p PORT``: (exit code, stdout, stderr).
 
-        ``port`` selects another node as gateway; ``stdin`` is bytes.
+        ``port`` selects a node as gateway; by default the first node
+        still running, so a test can look at the cluster after killing
+        the store's gateway. ``stdin`` is bytes.
         """
-        port = kwargs.get('port', self.port)
+        port = kwargs.get('port') or next(
+            (node.port for node in self.nodes if node.running), self.port)
         argv = [self.dog_path] + list(args) + [
             '-a', self.address, '-p', str(port)]
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
