@@ -52,8 +52,9 @@ class FakeDog(fixtures.Fixture):
             write_script(os.path.join(self.bin_dir, name),
                          '#!/bin/sh\nexec %s %s "$@"\n'
                          % (sys.executable, FAKE_DOG))
-        self.useFixture(fixtures.EnvironmentVariable(
-            'PATH', self.bin_dir + os.pathsep + '/usr/bin:/bin'))
+        # Only the fake: a glance host may have a real dog or collie in
+        # /usr/bin, which must never answer a unit test.
+        self.useFixture(fixtures.EnvironmentVariable('PATH', self.bin_dir))
         self.useFixture(fixtures.EnvironmentVariable('FAKE_DOG_DIR',
                                                      self.vdi_dir))
         self.useFixture(fixtures.EnvironmentVariable('FAKE_DOG_LOG',
