@@ -44,9 +44,9 @@ def _flatten(suite):
             yield item
 
 
-def load():
-    """Every functional test except the one that starts this runner."""
-    found = unittest.TestLoader().discover(HERE, pattern='test_*.py',
+def load(directory=HERE):
+    """Every test in directory except the one that starts this runner."""
+    found = unittest.TestLoader().discover(directory, pattern='test_*.py',
                                            top_level_dir=TOP)
     return unittest.TestSuite(t for t in _flatten(found)
                               if SELF_TEST not in t.id())
@@ -57,7 +57,8 @@ def main():
         sys.stderr.write('green_runner: eventlet.monkey_patch() first\n')
         return 2
     os.environ['FASTSHEEP_FUNCTIONAL_MODE'] = 'eventlet'
-    suite = load()
+    # The child is started as `python -c CHILD_CODE [DIRECTORY]`.
+    suite = load(*sys.argv[1:2])
     result = unittest.TextTestRunner(stream=sys.stderr,
                                      verbosity=2).run(suite)
     summary = {'ran': result.testsRun, 'failures': len(result.failures),
