@@ -13,139 +13,128 @@
 
 On Python 2.7.8 and older ``oslo_utils.fnmatch`` compiles patterns itself
 and clears its 100-entry cache when full, so cycling through 101 patterns
-costs far more per call than cycling through 100. This section loads
-``oslo_utils/fnmatch.py`` from the sha256-verified sdist, as released and
-with ``patches/oslo.utils`` applied (``patch -p1 --fuzz=0``), forces its
-fallback path (``sys.version_info`` set to 2.7.0 while it is imported, as
-oslo.utils' own test does) and times ``fnmatch('test', str(i))`` over
-``n`` distinct patterns, ten rounds, per call. Both variants run in child
-processes of this one run, alternating sizes, so the ratios compare like
-with like. On 3.11 a cache miss still hits ``re``'s own cache, so the
-absolute gap is smaller than on 2.7.5, where a miss is a full compile.
+costs far more per call than through 100. The module is loaded from the
+sha256-verified sdist, as released and with ``patches/oslo.utils``
+applied, on its fallback path (see ``load_fallback``); the metriccache
+section loads it the same way.
 """
 
-import importlib.util
 import os
-import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
-import time
-from unittest import mock
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench
+import worker
 
-import common  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-SDIST = 'oslo.utils-3.28.4'
-MODULE = os.path.join('oslo_utils', 'fnmatch.py')
-SERIES = os.path.join(ROOT, 'patches', 'oslo.utils')
 # The bound the patch sets; past it a cyclic scan misses on every call
 # under any LRU, which the informational 257-vs-256 row shows.
-PATCHED_CACHE_MAX = 256
+SIZES = (100, 101, 256, 257)
+TABLE = bench.Table(
+    'oslo.utils fallback fnmatch cache', 'Per-call time cycling through N '
+    'distinct patterns, oslo.utils 3.28.4 fallback path, unpatched and with '
+    'the LRU patch.', (('us per call', 'us_per_call'),))
+ROWS = dict(((variant, size), TABLE.row(
+    'oslo_fnmatch_%s_%d' % (variant, size), '%s, %d patterns'
+    % (variant, size))) for variant in ('unpatched', 'patched')
+    for size in SIZES)
+RATIOS = (
+    bench.ratio('oslo_fnmatch_101_vs_100', ROWS['patched', 101],
+                ROWS['patched', 100], 'us_per_call', '<=', 1.5),
+    bench.ratio('oslo_fnmatch_101_vs_100_unpatched', ROWS['unpatched', 101],
+                ROWS['unpatched', 100], 'us_per_call'),
+    bench.ratio('oslo_fnmatch_257_vs_256_patched', ROWS['patched', 257],
+                ROWS['patched', 256], 'us_per_call'),
+)
 
 
-def _sdist_cache():
-    return os.environ.get('PIKE_SDISTS') or os.path.join(
-        ROOT, '.tox', 'pike-sdists')
+def fallback_sources(workdir):
+    """oslo_utils/fnmatch.py of the verified sdist, unpatched and patched.
 
-
-def _prepare(workdir):
-    """Unpack the verified sdist twice; patch one copy. Return both paths."""
-    cache = _sdist_cache()
-    subprocess.check_call(['bash', os.path.join(ROOT, 'tools',
-                                                'fetch-pike-sdists.sh'),
-                           cache], stdout=sys.stderr)
-    trees = {}
+    The sdist is kept in PIKE_SDISTS (tox sets it), else .tox/pike-sdists,
+    by tools/fetch-pike-sdists.sh, which checks its sha256.
+    """
+    import subprocess
+    import tarfile
+    cache = os.environ.get('PIKE_SDISTS') or os.path.join(
+        worker.TOPDIR, '.tox', 'pike-sdists')
+    subprocess.check_call(['bash', os.path.join(
+        worker.TOPDIR, 'tools', 'fetch-pike-sdists.sh'), cache],
+        stdout=sys.stderr, env=dict(os.environ, PYTHON=sys.executable))
+    series = os.path.join(worker.TOPDIR, 'patches', 'oslo.utils')
+    paths = {}
     for variant in ('unpatched', 'patched'):
-        dest = os.path.join(workdir, variant)
-        with tarfile.open(os.path.join(cache, SDIST + '.tar.gz')) as tar:
-            tar.extractall(dest, filter='data')
-        trees[variant] = os.path.join(dest, SDIST)
-    with open(os.path.join(SERIES, 'series')) as series:
-        for line in series:
-            name = line.split('#')[0].strip()
-            if not name:
-                continue
-            with open(os.path.join(SERIES, name)) as patch:
-                subprocess.check_call(
-                    ['patch', '-p1', '--fuzz=0', '--batch', '--quiet'],
-                    stdin=patch, cwd=trees['patched'])
-    return dict((v, os.path.join(t, MODULE)) for v, t in trees.items())
+        with tarfile.open(os.path.join(cache, 'oslo.utils-3.28.4.tar.gz')) \
+                as tar:
+            tar.extractall(os.path.join(workdir, variant), filter='data')
+        tree = os.path.join(workdir, variant, 'oslo.utils-3.28.4')
+        with open(os.path.join(series, 'series')) as names:
+            for name in names if variant == 'patched' else ():
+                name = name.split('#')[0].strip()
+                if name:
+                    with open(os.path.join(series, name)) as patch:
+                        subprocess.check_call(
+                            ['patch', '-p1', '--fuzz=0', '--batch',
+                             '--quiet'], stdin=patch, cwd=tree)
+        paths[variant] = os.path.join(tree, 'oslo_utils', 'fnmatch.py')
+    return paths
 
 
-def _load_fallback(path):
-    with mock.patch.object(sys, 'version_info', new=(2, 7, 0)):
-        spec = importlib.util.spec_from_file_location('oslo_fnmatch_bench',
-                                                      path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    if not hasattr(module, '_get_cached_pattern'):
+def load_fallback(path):
+    """The fnmatch.py at path as loaded on Python 2.7.5 (CentOS 7).
+
+    The file picks its own implementation unless sys.version_info >
+    (2, 7, 9); it is executed unchanged while sys says 2.7.5, as
+    oslo.utils' own test does.
+    """
+    import types
+    module = types.ModuleType('oslo_utils_fnmatch_3_28_4')
+    real, sys.version_info = sys.version_info, (2, 7, 5, 'final', 0)
+    try:
+        with open(path) as source:
+            exec(compile(source.read(), path, 'exec'), module.__dict__)
+    finally:
+        sys.version_info = real
+    if not hasattr(module, '_MATCH_CACHE'):
         raise RuntimeError('%s did not take its fallback path' % path)
     return module
 
 
-def _worker(path, sizes, repeats):
-    fnmatch = _load_fallback(path).fnmatch
-
-    def test(size):
-        # The seed report's test: ten rounds over `size` patterns.
-        for _ in range(10):
-            for i in range(size):
-                fnmatch('test', str(i))
-
-    best = dict((size, float('inf')) for size in sizes)
-    for _ in range(repeats):
-        for size in sizes:  # alternate, so drift hits every size alike
-            # One untimed pass first: the steady state of this size, not
-            # the cache the previous size left behind, is what is timed.
-            test(size)
-            start = time.perf_counter()
-            test(size)
-            best[size] = min(best[size], time.perf_counter() - start)
-    common.emit({'us_per_call': dict(
-        (str(size), best[size] * 1e6 / (10 * size)) for size in sizes)})
+def cycle(params):
+    """Best time per call of ten rounds over each size's patterns."""
+    import timeit
+    fnmatch = load_fallback(params['path']).fnmatch
+    timers = dict((size, timeit.Timer(lambda size=size: [
+        fnmatch('test', str(i)) for _ in range(10) for i in range(size)]))
+        for size in SIZES)
+    best = dict((size, float('inf')) for size in SIZES)
+    for _ in range(params['repeats']):
+        for size in SIZES:  # alternate, so drift hits every size alike
+            # The untimed pass first: this size's steady state, not the
+            # cache the previous size left behind, is what is timed.
+            best[size] = min(best[size], timers[size].repeat(2, 1)[1])
+    return dict(('us_per_call_%d' % size, best[size] * 1e6 / (10 * size))
+                for size in SIZES)
 
 
 def run(args, report):
-    repeats = 3 if args.quick else 15
-    sizes = [100, 101, PATCHED_CACHE_MAX, PATCHED_CACHE_MAX + 1]
+    import shutil
+    import tempfile
     workdir = tempfile.mkdtemp(prefix='fnmatch-bench-')
     try:
-        modules = _prepare(workdir)
-        results = {}
-        for variant in ('unpatched', 'patched'):
-            result, rss, _wall = common.run_worker(
-                [os.path.abspath(__file__), '--worker', modules[variant],
-                 str(repeats)] + [str(s) for s in sizes])
-            results[variant] = result['us_per_call']
+        for variant, path in sorted(fallback_sources(workdir).items()):
+            try:
+                result = bench.run_worker('fnmatch_bench:cycle', {
+                    'path': path, 'repeats': 3 if args.quick else 15})
+            except RuntimeError as exc:
+                result = exc
+            for size in SIZES:
+                if isinstance(result, Exception):
+                    report.failed(ROWS[variant, size], result)
+                else:
+                    report.add(ROWS[variant, size], us_per_call=round(
+                        result['us_per_call_%d' % size], 4))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-    for variant in ('unpatched', 'patched'):
-        for size in sizes:
-            report.add_row('fnmatch', 'oslo_fnmatch_%s_%d' % (variant, size),
-                           us_per_call=results[variant][str(size)])
-
-    def ratio(variant, big, small):
-        return results[variant][str(big)] / results[variant][str(small)]
-
-    report.add_ratio('oslo_fnmatch_101_vs_100', ratio('patched', 101, 100),
-                     '<=', 1.5)
-    report.add_ratio('oslo_fnmatch_101_vs_100_unpatched',
-                     ratio('unpatched', 101, 100))
-    report.add_ratio('oslo_fnmatch_257_vs_256_patched',
-                     ratio('patched', 257, 256))
     report.note('oslo_fnmatch: fallback path of oslo.utils 3.28.4 forced on '
-                'Python %s; patched test(101)/test(100) = %.2f, unpatched '
-                '%.2f. 257 vs 256 shows the patched LRU at its own bound '
-                '(a cyclic scan past any LRU bound misses every call).'
-                % (sys.version.split()[0], ratio('patched', 101, 100),
-                   ratio('unpatched', 101, 100)))
-
-
-if __name__ == '__main__' and sys.argv[1:2] == ['--worker']:
-    _worker(sys.argv[2], [int(s) for s in sys.argv[4:]], int(sys.argv[3]))
+                'Python %s; 257 vs 256 shows the patched LRU at its own '
+                'bound (a cyclic scan past any LRU bound misses every '
+                'call).' % sys.version.split()[0])

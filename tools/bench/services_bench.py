@@ -9,41 +9,13 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Services section: the seeds' tables, on real Pike services (CPython 2.7).
+"""The seeds' tables on real Pike services (CPython 2.7), side by side.
 
-The integration harness's own fixtures start everything on loopback, side
-by side in one run, and stop it all at the end:
-
-* three Pike glance-api 15.0.2 (standalone eventlet server, one worker,
-  SQLite) over one sheepdog emulator: glance_store 0.22.0's in-tree
-  driver (``pike``), the same with patches/glance_store pushed
-  (``patched``), and fastsheep enabled the Pike way (``plugin``);
-* RabbitMQ and gnocchi, and one notification agent at a time: Pike's
-  9.0.7 with the stock, patched and metric-cache dispatchers, then the
-  current ceilometer with ``gnocchi://`` and ``gnocchi-metriccache://``.
-
-Rows:
-
-* ``api_get_<cfg>_py27``: the image streamed over HTTP from each
-  glance-api by ``curl -o /dev/null`` (MB/s = 10**6 bytes/s by wall
-  time, byte count checked), glance-api's CPU seconds (process tree)
-  and peak RSS (VmHWM); then an untimed pass checks the sha256.
-  ``api_get_ceiling`` is ``dog vdi read | dd`` on the same VDI.
-* ``api_put_<cfg>_py27``: the same file uploaded through the v2 API
-  (``curl -T``); the in-tree driver gets a smaller image when the size
-  is above 256 MiB (its ~10 MB/s would take minutes; ratios are MB/s).
-  Pike's glance hashes uploads with md5 on 2.7, and pyenv's 2.7 here has
-  no OpenSSL: its builtin md5 (~640 MB/s) caps every upload row.
-* ``agent_cpu_<cfg>``: one agent at a time gets the same burst of
-  ``telemetry.polling`` notifications (stock names, names matched only by
-  a wildcard, unmatched names); its CPU seconds from the first sample
-  until a sentinel sent last is in gnocchi and the agent is idle. The
-  wildcard-matched names go to an ``ignore`` definition (see
-  ``IGNORED_WILDCARD``) so that the three Pike agents deliver the same
-  measures; each row says how many resources and metrics the burst left
-  in gnocchi, and how many POST/PATCH requests gnocchi-api logged. The
-  current agents have no such definition: those names are unmatched
-  there.
+Pike glance-api 15.0.2 with the in-tree driver, with patches/glance_store
+and with fastsheep over one sheepdog emulator, then the notification
+agents of Pike 9.0.7 and of the current ceilometer with RabbitMQ and
+gnocchi, all started by the integration harness's fixtures; rows and
+methods: doc/source/bench-sheepdog.rst.
 """
 
 import hashlib
@@ -56,9 +28,10 @@ import tempfile
 import time
 import uuid
 
-import common
+import bench
+import worker
 
-sys.path.insert(0, common.TOPDIR)
+sys.path.insert(0, worker.TOPDIR)
 
 MB = 1e6
 MIB = 1 << 20
@@ -80,6 +53,66 @@ IGNORED_WILDCARD = ('  - resource_type: generic\n'
                     '      - fastpath.ignored.*\n')
 
 
+def _api(verb, what, chart):
+    table = bench.Table(
+        '%s through Pike glance-api (CPython 2.7)' % verb.title(), what,
+        (('MB/s', 'mb_s'), ('glance-api CPU s', 'cpu_s'),
+         ('peak RSS MiB', 'peak_rss_mib'), ('bytes', 'size')), 'mb_s',
+        chart=chart)
+    pike = table.row('api_%s_pike_py27' % verb.lower()[:3],
+                     'Pike in-tree driver')
+    return table, dict([('pike', pike)] + [(cfg, table.row(
+        'api_%s_%s_py27' % (verb.lower()[:3], cfg), label, pike))
+        for cfg, label in (('patched', 'Pike tree + patches/glance_store'),
+                           ('plugin', 'fastsheep plugin'))])
+
+
+API_GET, GETS = _api('Download', 'One image streamed over HTTP (v2) from '
+                     'Pike glance-api 15.0.2, eventlet, one worker, over the '
+                     'sheepdog emulator; byte count and sha256 checked; vs: '
+                     'MB/s over the in-tree driver\'s.', 'api_download_mb_s')
+CEILING = API_GET.row('api_get_ceiling', 'ceiling: dog vdi read | dd',
+                      GETS['pike'])
+API_PUT, PUTS = _api('Upload', 'The same image uploaded through the v2 API; '
+                     'glance hashes it (md5 without OpenSSL on this 2.7); '
+                     'vs: MB/s over the in-tree driver\'s.', 'api_upload_mb_s')
+AGENT = bench.Table(
+    'Notification agent CPU for one burst', 'CPU seconds of '
+    'ceilometer-agent-notification from the first sample until every '
+    'measure is in gnocchi (real RabbitMQ and gnocchi); vs: stock CPU over '
+    'this row\'s.', (('CPU s', 'cpu_s'), ('wall s', 'wall_s'),
+                     ('samples', 'samples'), ('peak RSS MiB', 'peak_rss_mib')),
+    'cpu_s', True, 'agent_cpu_s')
+AGENTS = {'pike_py27': AGENT.row('agent_cpu_pike_py27',
+                                 'Pike 9.0.7 stock dispatcher, 2.7')}
+AGENTS['patched_py27'] = AGENT.row('agent_cpu_patched_py27',
+                                   'Pike 9.0.7 + patches/ceilometer, 2.7',
+                                   AGENTS['pike_py27'])
+AGENTS['plugin_py27'] = AGENT.row('agent_cpu_plugin_py27',
+                                  'Pike 9.0.7 + metric-cache plugin, 2.7',
+                                  AGENTS['pike_py27'])
+AGENTS['stock_current'] = AGENT.row('agent_cpu_stock_current',
+                                    'current ceilometer, gnocchi://')
+AGENTS['plugin_current'] = AGENT.row(
+    'agent_cpu_plugin_current', 'current ceilometer, gnocchi-metriccache://',
+    AGENTS['stock_current'])
+RATIOS = (
+    bench.ratio('api_get_vs_pike_py27', GETS['plugin'], GETS['pike'],
+                op='>=', bound=5),
+    bench.ratio('api_get_patched_vs_pike_py27', GETS['patched'],
+                GETS['pike'], op='>=', bound=4),
+    bench.ratio('api_put_vs_pike_py27', PUTS['plugin'], PUTS['pike'],
+                op='>=', bound=10),
+    bench.ratio('api_get_plugin_vs_ceiling_py27', GETS['plugin'], CEILING),
+    bench.ratio('agent_cpu_pike_vs_plugin_py27', AGENTS['pike_py27'],
+                AGENTS['plugin_py27'], 'cpu_s', '>=', 5),
+    bench.ratio('agent_cpu_pike_vs_patched_py27', AGENTS['pike_py27'],
+                AGENTS['patched_py27'], 'cpu_s', '>=', 4),
+    bench.ratio('agent_cpu_stock_vs_plugin_current',
+                AGENTS['stock_current'], AGENTS['plugin_current'], 'cpu_s'),
+)
+
+
 def add_arguments(parser):
     parser.add_argument('--services-samples', type=int, default=None,
                         help='samples in the agent CPU burst (default '
@@ -88,14 +121,11 @@ def add_arguments(parser):
 
 def _tree_peak_rss_mib(pid):
     from fastpath_integration.harness import processes
-    peak = 0
-    for p in processes.process_tree(pid):
+    peak = 0.0
+    for child in processes.process_tree(pid):
         try:
-            with open('/proc/%d/status' % p) as status:
-                for line in status:
-                    if line.startswith('VmHWM:'):
-                        peak = max(peak, int(line.split()[1]) / 1024.0)
-        except (IOError, OSError):
+            peak = max(peak, worker.vm_hwm_mib(child))
+        except (IOError, OSError):  # it ended meanwhile
             continue
     return round(peak, 1)
 
@@ -111,7 +141,6 @@ class _Section(object):
         self.size = 64 * MIB if args.quick else args.size_bytes
         self.samples = args.services_samples or (2000 if args.quick
                                                  else 10000)
-        self.results = {}
         self.log = logging.getLogger('bench.services')
 
     # -- plumbing ------------------------------------------------------
@@ -120,38 +149,32 @@ class _Section(object):
         sys.stderr.write('bench: services: %s\n' % (text % args))
         sys.stderr.flush()
 
-    def _row(self, name, **metrics):
-        self.results[name] = metrics
-        self.report.add_row(self.name, name, **metrics)
-        self._progress('%s %s', name, metrics)
+    def _row(self, row, **metrics):
+        self.report.add(row, **metrics)
+        self._progress('%s %s', row.name, metrics)
 
-    def _failed(self, name, exc):
-        text = str(exc).strip().splitlines()
-        self.report.add_row(self.name, name, status='FAILED')
-        self.report.note('services: %s FAILED: %s' % (
-            name, ' | '.join(text[:1] + text[-3:])))
-        self._progress('%s FAILED: %s', name, exc)
-
-    def ratio(self, name, numerator, denominator, key, op=None, bound=None):
-        num = self.results.get(numerator, {}).get(key)
-        den = self.results.get(denominator, {}).get(key)
-        if not num or not den:
-            self.report.ratios[name] = None
-            if op is not None:
-                self.report.targets[name] = {'op': op, 'bound': bound,
-                                             'met': False}
-            return
-        self.report.add_ratio(name, round(num / den, 3), op, bound)
+    def _failed(self, row, exc):
+        self.report.failed(row, exc)
+        self.report.note('services: %s FAILED' % row.name)
 
     # -- glance ----------------------------------------------------------
 
-    def _curl(self, args):
+    def _curl_row(self, row, glance, size, args):
+        """One curl against glance: MB/s, glance-api's CPU and peak RSS."""
         from fastpath_integration.harness import pike_glance
+        from fastpath_integration.harness import processes
         cmd = ['curl', '-sS', '-f', '-H', 'Expect:']
         for key, value in pike_glance.ADMIN_HEADERS.items():
             cmd += ['-H', '%s: %s' % (key, value)]
-        return subprocess.run(cmd + args, check=True, capture_output=True,
-                              text=True).stdout
+        cpu = processes.cpu_seconds(glance.pid)
+        start = time.monotonic()
+        out = subprocess.run(cmd + args, check=True, capture_output=True,
+                             text=True).stdout
+        wall = time.monotonic() - start
+        self._row(row, mb_s=round(size / wall / MB, 1), size=size,
+                  cpu_s=round(processes.cpu_seconds(glance.pid) - cpu, 2),
+                  peak_rss_mib=_tree_peak_rss_mib(glance.pid))
+        return out
 
     def _create_image(self, url):
         from fastpath_integration.harness import pike_glance
@@ -164,36 +187,20 @@ class _Section(object):
         return resp.json()['id']
 
     def _put(self, cfg, glance, path, size):
-        from fastpath_integration.harness import processes
         image = self._create_image(glance.url)
-        cpu = processes.cpu_seconds(glance.pid)
-        start = time.monotonic()
-        self._curl(['-X', 'PUT', '-H',
-                    'Content-Type: application/octet-stream', '-T', path,
-                    '%s/v2/images/%s/file' % (glance.url, image)])
-        wall = time.monotonic() - start
-        cpu = processes.cpu_seconds(glance.pid) - cpu
-        self._row('api_put_%s_py27' % cfg, mb_s=round(size / wall / MB, 1),
-                  cpu_s=round(cpu, 2), size=size,
-                  peak_rss_mib=_tree_peak_rss_mib(glance.pid))
+        self._curl_row(PUTS[cfg], glance, size, [
+            '-X', 'PUT', '-H', 'Content-Type: application/octet-stream',
+            '-T', path, '%s/v2/images/%s/file' % (glance.url, image)])
         return image
 
     def _get(self, cfg, glance, image, size, sha256):
-        from fastpath_integration.harness import processes
         url = '%s/v2/images/%s/file' % (glance.url, image)
-        cpu = processes.cpu_seconds(glance.pid)
-        start = time.monotonic()
-        got = int(self._curl(['-o', '/dev/null', '-w', '%{size_download}',
-                              url]))
-        wall = time.monotonic() - start
-        cpu = processes.cpu_seconds(glance.pid) - cpu
+        got = int(self._curl_row(GETS[cfg], glance, size, [
+            '-o', '/dev/null', '-w', '%{size_download}', url]))
         if got != size:
             raise RuntimeError('%s: %d bytes downloaded, %d stored'
                                % (cfg, got, size))
         self._check_sha(url, sha256)
-        self._row('api_get_%s_py27' % cfg, mb_s=round(size / wall / MB, 1),
-                  cpu_s=round(cpu, 2), size=size,
-                  peak_rss_mib=_tree_peak_rss_mib(glance.pid))
 
     def _check_sha(self, url, sha256):
         from fastpath_integration.harness import pike_glance
@@ -208,32 +215,23 @@ class _Section(object):
             raise RuntimeError('%s: sha256 differs from the source' % url)
 
     def _ceiling(self, emulator, vdi, size):
-        start = time.monotonic()
-        out = subprocess.run(
-            ['bash', '-c', 'set -o pipefail; "$0" vdi read -a "$1" -p "$2" '
-             '"$3" | dd of=/dev/null bs=4M 2>&1 | tail -n 1',
-             emulator['FASTPATH_SHEEPDOG_COMMAND'],
-             emulator['FASTPATH_SHEEPDOG_ADDRESS'],
-             emulator['FASTPATH_SHEEPDOG_PORT'], vdi],
-            check=True, capture_output=True, text=True).stdout
-        wall = time.monotonic() - start
-        if not out.startswith(str(size)):
-            raise RuntimeError('ceiling: dd says %r, expected %d bytes'
-                               % (out, size))
-        self._row('api_get_ceiling', mb_s=round(size / wall / MB, 1),
-                  size=size)
+        """The sheepdog section's ``dog vdi read | dd``, on this VDI."""
+        self._row(CEILING, **bench.run_worker('sheepdog_bench:work', {
+            'kind': 'ceiling', 'dog': emulator['FASTPATH_SHEEPDOG_COMMAND'],
+            'address': emulator['FASTPATH_SHEEPDOG_ADDRESS'],
+            'port': int(emulator['FASTPATH_SHEEPDOG_PORT']), 'name': vdi,
+            'size': size, 'repeats': 1}))
 
     def glance_rows(self, stack, rundir, emulator):
         from fastpath_integration.harness import pike_glance
         source = os.path.join(rundir, 'image.raw')
         self._progress('writing a %d MiB source image', self.size // MIB)
-        sha = common.write_random_file(source, self.size)
+        sha = bench.write_random_file(source, self.size)
         small = os.path.join(rundir, 'image-intree.raw')
         small_size = min(self.size, PUT_INTREE_MAX)
         with open(source, 'rb') as src, open(small, 'wb') as dst:
             dst.write(src.read(small_size))
         for cfg, store in GLANCE_CONFIGS:
-            name = 'api_get_%s_py27' % cfg
             try:
                 self._progress('starting Pike glance-api (%s)', store)
                 glance = stack.useFixture(pike_glance.PikeGlance(
@@ -249,7 +247,7 @@ class _Section(object):
                 if cfg == 'plugin':
                     self._ceiling(emulator, image, self.size)
             except Exception as exc:  # noqa: one row, not the section
-                self._failed(name, exc)
+                self._failed(GETS[cfg], exc)
 
     def _full_image_for(self, cfg, glance, emulator):
         """A full-size image of ``glance`` whose VDI the plugin wrote.
@@ -345,7 +343,7 @@ class _Section(object):
         wall = time.monotonic() - start
         writes = self._gnocchi_writes() - writes
         delivered = self._delivered(requests, gnocchi_url, run)
-        self._row('agent_cpu_%s' % agent_name, cpu_s=round(now - before, 2),
+        self._row(AGENTS[agent_name], cpu_s=round(now - before, 2),
                   wall_s=round(wall, 1),
                   samples=notifications * per,
                   resources=delivered[0], metrics=delivered[1],
@@ -407,7 +405,7 @@ class _Section(object):
                     self._burst(name, agent.service.pid, rabbit.url, topic,
                                 gnocchi.url)
             except Exception as exc:  # noqa: one row, not the section
-                self._failed('agent_cpu_%s' % name, exc)
+                self._failed(AGENTS[name], exc)
         for cfg, dispatcher in PIKE_AGENTS:
             name = '%s_py27' % cfg
             topic = 'bench-%s' % name
@@ -423,7 +421,7 @@ class _Section(object):
                     self._burst(name, agent.pid, rabbit.url, topic,
                                 gnocchi.url)
             except Exception as exc:  # noqa: one row, not the section
-                self._failed('agent_cpu_%s' % name, exc)
+                self._failed(AGENTS[name], exc)
 
     # -- the section -----------------------------------------------------
 
@@ -461,24 +459,6 @@ class _Section(object):
                 self.agent_rows(stack, rundir, rabbit, gnocchi)
         finally:
             shutil.rmtree(rundir, ignore_errors=True)
-        self.ratios()
-
-    def ratios(self):
-        self.ratio('api_get_vs_pike_py27', 'api_get_plugin_py27',
-                   'api_get_pike_py27', 'mb_s', '>=', 5)
-        self.ratio('api_get_patched_vs_pike_py27', 'api_get_patched_py27',
-                   'api_get_pike_py27', 'mb_s', '>=', 4)
-        self.ratio('api_put_vs_pike_py27', 'api_put_plugin_py27',
-                   'api_put_pike_py27', 'mb_s', '>=', 10)
-        self.ratio('api_get_plugin_vs_ceiling_py27', 'api_get_plugin_py27',
-                   'api_get_ceiling', 'mb_s')
-        self.ratio('agent_cpu_pike_vs_plugin_py27', 'agent_cpu_pike_py27',
-                   'agent_cpu_plugin_py27', 'cpu_s', '>=', 5)
-        self.ratio('agent_cpu_pike_vs_patched_py27', 'agent_cpu_pike_py27',
-                   'agent_cpu_patched_py27', 'cpu_s', '>=', 4)
-        self.ratio('agent_cpu_stock_vs_plugin_current',
-                   'agent_cpu_stock_current', 'agent_cpu_plugin_current',
-                   'cpu_s')
         self.report.note(
             'services: Pike glance-api 15.0.2 (eventlet, 1 worker) and '
             'ceilometer 9.0.7 on CPython 2.7 over the sheepdog emulator; '
