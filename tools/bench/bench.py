@@ -164,7 +164,7 @@ class Report(object):
         self.add(row, **result)
         return result
 
-    def interleave(self, rows, target, rounds):
+    def interleave(self, rows, target, rounds, env=None):
         """Rows whose ratio matters, measured in alternating rounds.
 
         ``rows`` is [(row, params)]; each round runs every row's worker
@@ -177,7 +177,8 @@ class Report(object):
         for number in range(rounds):
             for row, params in rows if number % 2 == 0 else rows[::-1]:
                 try:
-                    result = run_worker(target, dict(params, repeats=1))
+                    result = run_worker(target, dict(params, repeats=1),
+                                        env=env)
                 except RuntimeError as exc:
                     return self.failed(row, exc)
                 both = merged.setdefault(row, dict(result, times_s=[]))

@@ -105,12 +105,13 @@ def _run(args, report, cluster):
                             (PARALLEL_THREADS, dict(parallel,
                                                     mode='threads')),
                             (W16, w16)):
-            report.measure(row, target, params)
+            report.measure(row, target, params, env=cluster.env)
     finally:
         cluster.knobs()
     report.interleave([(SINGLE_HOT, single), (PARALLEL_HOT, parallel),
                        (W16_HOT, w16)], target,
-                      2 if args.quick else args.sheepdog_repeats or 5)
+                      2 if args.quick else args.sheepdog_repeats or 5,
+                      cluster.env)
     report.note('readahead: %d MiB image; cold: %g ms per 4 MiB object in '
                 'each dog process; hot: none; the default read-ahead '
                 '(bound %d MiB) against N=1' % (

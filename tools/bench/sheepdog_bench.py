@@ -184,6 +184,9 @@ class Emulated(object):
                        'address': ADDRESS, 'port': PORT,
                        'name': SOURCE_VDI, 'source': self.source}
         self.where = ['-a', ADDRESS, '-p', str(PORT)]
+        # Pike's driver runs `collie` from PATH.
+        self.env = {'PATH': os.path.dirname(self.dog) + os.pathsep +
+                    os.environ.get('PATH', '')}
         self.vdi(SOURCE_VDI, self.size)
 
     def vdi(self, name, size):
@@ -251,22 +254,22 @@ def _run(args, report, cluster):
     report.interleave([
         (CEILING, dict(ceiling, pipe_size=opts.DEFAULT_PIPE_SIZE)),
         (FAST_GET, get), (FAST_GET_THREADS, dict(get, mode='threads'))],
-        target, max(repeats, 4))
-    report.measure(SHELL_PIPE, target, ceiling)
-    report.measure(PIKE_GET, target, pike)
-    report.measure(FAST_GET_CHUNK, target, chunk)
-    report.measure(PIKE_PUT, target, pike_put)
+        target, max(repeats, 4), cluster.env)
+    report.measure(SHELL_PIPE, target, ceiling, env=cluster.env)
+    report.measure(PIKE_GET, target, pike, env=cluster.env)
+    report.measure(FAST_GET_CHUNK, target, chunk, env=cluster.env)
+    report.measure(PIKE_PUT, target, pike_put, env=cluster.env)
     report.interleave([(FAST_PUT, put), (FAST_PUT_THREADS,
                                          dict(put, mode='threads'))],
-                      target, put_repeats + 2)
+                      target, put_repeats + 2, cluster.env)
     cluster.knobs(write_latency_ms=50)
     try:
         latency = dict(put, size=latency, sha256=cluster.sha256(latency))
         report.measure(PUT_SERIAL, target, dict(latency, opts={
             'sheepdog_store_chunk_size': 4,
-            'sheepdog_store_write_concurrency': 1}))
+            'sheepdog_store_write_concurrency': 1}), env=cluster.env)
         report.measure(PUT_CONCURRENT, target, dict(latency, opts={
-            'sheepdog_store_chunk_size': 4}))
+            'sheepdog_store_chunk_size': 4}), env=cluster.env)
     finally:
         cluster.knobs()
     try:
@@ -280,14 +283,14 @@ def _run(args, report, cluster):
         if isinstance(python, Exception):
             report.failed(row, 'no Pike 2.7 venv: %s' % python)
         else:
-            report.measure(row, target, params, python)
+            report.measure(row, target, params, python, env=cluster.env)
     stall = dict(get, kind='stall', repeats=min(repeats, 3),
                  put_size=put['size'], put_sha256=put['sha256'])
-    report.measure(FAST_STALL, target, stall)
+    report.measure(FAST_STALL, target, stall, env=cluster.env)
     report.measure(PIKE_STALL, target, dict(
         stall, driver='pike', name=pike_vdi, size=pike_get, repeats=1,
         sha256=pike['sha256'], put_size=pike_put['size'],
-        put_sha256=pike_put['sha256']))
+        put_sha256=pike_put['sha256']), env=cluster.env)
     report.note(
         'sheepdog: %d MiB image (uploads %d MiB), %d timed repeat(s) per get '
         'row and %d per put row; Pike downloads %d MiB and uploads %d MiB; '
