@@ -327,8 +327,8 @@ def _record(hosts, batch, repeats):
                 samples=len(batch), measures_per_run=posted[0])
 
 
-def _sample(name, r, i, **metadata):
-    return {'counter_name': name, 'counter_type': 'gauge',
+def _sample(counter, r, i, **metadata):
+    return {'counter_name': counter, 'counter_type': 'gauge',
             'counter_unit': 'B', 'counter_volume': float(i),
             'user_id': 'user', 'project_id': 'project',
             'resource_id': 'res-%05d' % r,
