@@ -53,27 +53,27 @@ IGNORED_WILDCARD = ('  - resource_type: generic\n'
                     '      - fastpath.ignored.*\n')
 
 
-def _api(verb, what, chart):
+def _api(verb, key, what, chart):
     table = bench.Table(
         '%s through Pike glance-api (CPython 2.7)' % verb.title(), what,
         (('MB/s', 'mb_s'), ('glance-api CPU s', 'cpu_s'),
          ('peak RSS MiB', 'peak_rss_mib'), ('bytes', 'size')), 'mb_s',
         chart=chart)
-    pike = table.row('api_%s_pike_py27' % verb.lower()[:3],
+    pike = table.row('api_%s_pike_py27' % key,
                      'Pike in-tree driver')
     return table, dict([('pike', pike)] + [(cfg, table.row(
-        'api_%s_%s_py27' % (verb.lower()[:3], cfg), label, pike))
+        'api_%s_%s_py27' % (key, cfg), label, pike))
         for cfg, label in (('patched', 'Pike tree + patches/glance_store'),
                            ('plugin', 'fastsheep plugin'))])
 
 
-API_GET, GETS = _api('Download', 'One image streamed over HTTP (v2) from '
+API_GET, GETS = _api('Download', 'get', 'One image streamed over HTTP (v2) from '
                      'Pike glance-api 15.0.2, eventlet, one worker, over the '
                      'sheepdog emulator; byte count and sha256 checked; vs: '
                      'MB/s over the in-tree driver\'s.', 'api_download_mb_s')
 CEILING = API_GET.row('api_get_ceiling', 'ceiling: dog vdi read | dd',
                       GETS['pike'])
-API_PUT, PUTS = _api('Upload', 'The same image uploaded through the v2 API; '
+API_PUT, PUTS = _api('Upload', 'put', 'The same image uploaded through the v2 API; '
                      'glance hashes it (md5 without OpenSSL on this 2.7); '
                      'vs: MB/s over the in-tree driver\'s.', 'api_upload_mb_s')
 AGENT = bench.Table(
