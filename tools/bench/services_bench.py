@@ -67,15 +67,17 @@ def _api(verb, key, what, chart):
                            ('plugin', 'fastsheep plugin'))])
 
 
-API_GET, GETS = _api('Download', 'get', 'One image streamed over HTTP (v2) from '
-                     'Pike glance-api 15.0.2, eventlet, one worker, over the '
-                     'sheepdog emulator; byte count and sha256 checked; vs: '
-                     'MB/s over the in-tree driver\'s.', 'api_download_mb_s')
+API_GET, GETS = _api(
+    'Download', 'get', 'One image streamed over HTTP (v2) from Pike '
+    'glance-api 15.0.2, eventlet, one worker, over the sheepdog emulator; '
+    'byte count and sha256 checked; vs: MB/s over the in-tree driver\'s.',
+    'api_download_mb_s')
 CEILING = API_GET.row('api_get_ceiling', 'ceiling: dog vdi read | dd',
                       GETS['pike'])
-API_PUT, PUTS = _api('Upload', 'put', 'The same image uploaded through the v2 API; '
-                     'glance hashes it (md5 without OpenSSL on this 2.7); '
-                     'vs: MB/s over the in-tree driver\'s.', 'api_upload_mb_s')
+API_PUT, PUTS = _api(
+    'Upload', 'put', 'The same image uploaded through the v2 API; glance '
+    'hashes it (md5 without OpenSSL on this 2.7); vs: MB/s over the '
+    'in-tree driver\'s.', 'api_upload_mb_s')
 AGENT = bench.Table(
     'Notification agent CPU for one burst', 'CPU seconds of '
     'ceilometer-agent-notification from the first sample until every '
