@@ -117,7 +117,8 @@ def free_port():
         sock.close()
 
 
-def _children_of(pid):
+def children(pid):
+    """(pid, state) of the child processes of pid, zombies included."""
     found = []
     for entry in os.listdir('/proc'):
         if not entry.isdigit():
@@ -128,8 +129,12 @@ def _children_of(pid):
         except (IOError, OSError):
             continue
         if int(fields[1]) == pid:
-            found.append(int(entry))
+            found.append((int(entry), fields[0]))
     return found
+
+
+def _children_of(pid):
+    return [child for child, _state in children(pid)]
 
 
 def _alive(pid):

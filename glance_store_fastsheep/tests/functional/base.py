@@ -28,6 +28,7 @@ from oslo_config import cfg
 from oslotest import base
 import six
 
+from fastpath_integration.harness import sheepdog
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests import emulator_fixture
@@ -51,19 +52,7 @@ def os_thread_id():
 
 def children():
     """(pid, state) of this process's child processes, zombies included."""
-    me = str(os.getpid())
-    found = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as stat:
-                fields = stat.read().rsplit(')', 1)[1].split()
-        except (IOError, OSError):
-            continue
-        if fields[1] == me:
-            found.append((int(entry), fields[0]))
-    return found
+    return sheepdog.children(os.getpid())
 
 
 def cmdline(pid):
