@@ -31,7 +31,6 @@ from oslo_utils import netutils
 import six
 
 from glance_store_fastsheep import hub_safe
-from glance_store_fastsheep import opts
 from glance_store_fastsheep import pipe_io
 
 LOG = logging.getLogger(__name__)
@@ -44,7 +43,9 @@ MAX_NAME_BYTES = 255
 _BAD_NAME = re.compile(r'[\x00-\x20\x7f\\:]')
 _HOSTNAME = re.compile(r'^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?\Z')
 
-# The CLI's name in older sheepdog releases.
+# The CLI's name (the default of sheepdog_store_command), and its name
+# in older sheepdog releases.
+DEFAULT_COMMAND = 'dog'
 OLD_COMMAND = 'collie'
 
 # `vdi list -r` states of a VDI that can be read and written ('s' is a
@@ -110,7 +111,7 @@ def command_names(configured):
     The default, ``dog``, also finds the CLI under its older name,
     ``collie``, which older sheepdog packages install.
     """
-    if configured == opts.DEFAULT_COMMAND:
+    if configured == DEFAULT_COMMAND:
         return (configured, OLD_COMMAND)
     return (configured,)
 

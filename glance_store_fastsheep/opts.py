@@ -23,6 +23,8 @@ themselves (see ``share_options``); every other option is this driver's.
 from oslo_config import cfg
 from oslo_utils import units
 
+from glance_store_fastsheep import dog_command
+
 # Sheepdog stores a VDI as 4 MiB objects; transfers that start and end on
 # object boundaries never make two writers touch one object.
 OBJECT_SIZE = 4 * units.Mi
@@ -35,7 +37,6 @@ DEFAULT_PIPE_SIZE = units.Mi
 DEFAULT_WRITE_CONCURRENCY = 8
 DEFAULT_READ_CONCURRENCY = 4
 DEFAULT_READ_WINDOW = 64
-DEFAULT_COMMAND = 'dog'
 
 # The in-tree driver's options that this driver shares, by name: the
 # three of Pike's sheepdog driver and the read size that
@@ -222,7 +223,7 @@ Possible values:
 Related options:
     * ``sheepdog_store_read_concurrency``"""),
     cfg.StrOpt('sheepdog_store_command',
-               default=DEFAULT_COMMAND,
+               default=dog_command.DEFAULT_COMMAND,
                help="""
 The sheepdog command line tool.
 
