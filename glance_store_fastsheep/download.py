@@ -18,10 +18,11 @@ number of bytes is checked against what was asked for: a child that dies
 or stops early is an error, never a shorter image.
 """
 
-import time
+import threading
 
 from glance_store import exceptions
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from glance_store_fastsheep import dog_command
 from glance_store_fastsheep import hub_safe
@@ -29,8 +30,53 @@ from glance_store_fastsheep import pipe_io
 
 LOG = logging.getLogger(__name__)
 
-# The clock of the transfer timings (Python 2.7's time has no monotonic).
-now = getattr(time, 'monotonic', time.time)
+
+class ReadBudget(object):
+    """What the downloads of this process hold beyond the plain stream.
+
+    One instance, BUDGET, serves every download of the process, green or
+    native, of every fastsheep backend: the bytes of read-ahead memory
+    held (readahead takes them window by window, each against its own
+    store's sheepdog_store_readahead_budget, and gives them back when a
+    window's reader is done), and the number of ``dog vdi read``
+    children running, which the read-ahead ramp weighs (the cluster
+    those children keep busy is shared too).
+
+    Nothing ever waits here: a take that does not fit is refused at
+    once, and the download goes on with what it holds (at least the
+    plain one-reader stream, which needs nothing from the budget). The
+    lock guards integer arithmetic only, with no switch, I/O or logging
+    inside, so that no greenthread can be switched out while holding it
+    and a plain lock is right whether or not eventlet patched threading.
+    """
+
+    def __init__(self):
+        self.held = 0
+        self.readers = 0
+        self._lock = threading.Lock()
+
+    def take(self, size, limit):
+        """Take size bytes if all held stays within limit; whether taken."""
+        with self._lock:
+            if self.held + size > limit:
+                return False
+            self.held += size
+            return True
+
+    def give(self, size):
+        with self._lock:
+            self.held -= size
+
+    def reader_started(self):
+        with self._lock:
+            self.readers += 1
+
+    def reader_done(self):
+        with self._lock:
+            self.readers -= 1
+
+
+BUDGET = ReadBudget()
 
 
 class ReadProcess(object):
@@ -102,78 +148,109 @@ class ReadProcess(object):
 
 
 class RangeRead(object):
-    """One child's range, read piece by piece by whoever asks for them.
+    """One ``dog vdi read`` child's range, from spawn to release, once.
 
-    The plain stream reads its whole range this way, and read-ahead reads
-    a range with no other reader beside it the same way (readahead's
-    InlineFetch), so that one reader costs the same with or without
-    read-ahead. ``cut`` ends the range early: the child is then killed at
-    the cut instead of checked for its exit, as what it sent up to the
-    cut was counted. ``waited`` is the time take() spent waiting on the
-    child.
+    Every download reads its ranges through this: the plain stream one
+    range in the consumer's thread (take), read-ahead its windows from a
+    worker (read, into buffers of its own), and its lone first range as
+    the plain stream does. ``cut`` ends the range early, from any
+    thread: the child is then killed at the cut instead of checked for
+    its exit, as what it sent up to the cut was counted. Any other end,
+    short output included, is checked for byte count and exit status,
+    and raises for a range that ended early. ``cancel`` releases the
+    child whatever its state. ``waited`` is the time spent waiting on the
+    child's pipe. The child counts in BUDGET.readers until released.
     """
 
-    def __init__(self, settings, address, port, name, offset, length):
+    def __init__(self, settings, address, port, name, offset, length,
+                 buffered=True):
         self.offset = offset
         self.length = length
         self.end = length  # bytes to deliver; less once cut
+        self.delivered = 0
         self.waited = 0.0
         self.finished = False
+        self._lock = threading.Lock()
         self.child = ReadProcess(settings, address, port, name, offset,
-                                 length)
-
-    @property
-    def delivered(self):
-        return self.child.received
+                                 length, buffered=buffered)
+        BUDGET.reader_started()
 
     def cut(self, length):
         """Deliver only the first length bytes; False if past them."""
-        if self.finished or self.child.received > length:
-            return False
-        self.end = length
-        return True
+        with self._lock:
+            if self.finished or self.delivered > length:
+                return False
+            self.end = length
+            return True
+
+    def read(self, view):
+        """Read the next bytes of the range into view: (count, waited).
+
+        count is 0 once the range is done: then it has been checked (or
+        cut) and its child released; a failed check raises instead.
+        waited: whether the pipe made us wait.
+        """
+        waited = False
+        if not self.finished and self.delivered < self.end:
+            started = timeutils.now()
+            count, waited = self.child.read_piece(self.end - self.delivered,
+                                                  view)
+            if waited:
+                self.waited += timeutils.now() - started
+            with self._lock:
+                # A cut while the read was under way: trim to it.
+                count = min(count, self.end - self.delivered)
+                self.delivered += count
+            if count > 0:
+                return count, waited
+        self._finish()
+        return 0, waited
 
     def take(self):
         """The next piece (bytes) in order; None once the range is done."""
-        if self.finished:
+        view = self.child.reader.view
+        count, waited = self.read(view)
+        if not count:
             return None
-        want = self.end - self.child.received
-        if want > 0:
-            started = now()
-            count, waited = self.child.read_piece(want)
-            if waited:
-                self.waited += now() - started
-            if count > 0:
-                piece = self.child.reader.view[:count].tobytes()
-                if not waited:
-                    hub_safe.give_way()
-                return piece
-        self._finish()
-        return None
+        piece = view[:count].tobytes()
+        if not waited:
+            # Under eventlet: let other greenthreads run between pieces.
+            hub_safe.give_way()
+        return piece
 
     def _finish(self):
-        """Check the range (unless cut at its end) and release the child.
-
-        Cut and reached the cut: its bytes were counted, the child is
-        killed. Anything else, short output included, gets the full
-        check of byte count and exit status, which raises for a range
-        that ended early.
-        """
-        self.finished = True
-        cut = self.end < self.length and self.child.received == self.end
+        if self.finished:
+            return
+        cut = self.end < self.length and self.delivered == self.end
         verified = False
         try:
             if not cut:
                 self.child.finish()
             verified = True
         finally:
-            self.child.close(kill=cut or not verified)
+            self._release(kill=cut or not verified)
+
+    def _release(self, kill):
+        with self._lock:
+            if self.finished:
+                return
+            self.finished = True
+        self.child.close(kill=kill)
+        BUDGET.reader_done()
+
+    def kill(self):
+        """Kill and reap the child, from any thread; fds stay open.
+
+        For a range read by another thread: its next read ends, and that
+        thread's cancel() releases the pipe it may still be reading.
+        """
+        if hub_safe.kill_and_reap(self.child.proc) is None:
+            LOG.warning('`dog vdi read` pid %s survived SIGKILL',
+                        self.child.proc.pid)
 
     def cancel(self):
         """Kill the child and release its pipe, unless done already."""
-        if not self.finished:
-            self.finished = True
-            self.child.close()
+        self._release(kill=True)
 
 
 class ReadStream(object):

@@ -37,6 +37,7 @@ DEFAULT_PIPE_SIZE = units.Mi
 DEFAULT_WRITE_CONCURRENCY = 8
 DEFAULT_READ_CONCURRENCY = 4
 DEFAULT_READ_WINDOW = 64
+DEFAULT_READAHEAD_BUDGET = 256
 
 # The in-tree driver's options that this driver shares, by name: the
 # three of Pike's sheepdog driver and the read size that
@@ -222,6 +223,38 @@ Possible values:
 
 Related options:
     * ``sheepdog_store_read_concurrency``"""),
+    cfg.IntOpt('sheepdog_store_readahead_budget',
+               min=0,
+               default=DEFAULT_READAHEAD_BUDGET,
+               help="""
+Memory, in MiB, that all the downloads of one glance-api process may
+hold for read-ahead together.
+
+Every read-ahead window in flight holds ``sheepdog_store_read_window``
+MiB of it, taken before its extra ``dog vdi read`` starts and given
+back when the download no longer needs it; one download at full
+read-ahead holds ``sheepdog_store_read_concurrency`` windows (256 MiB
+with the defaults). A download that finds the budget used up reads as
+the plain one-reader stream (a few read-size buffers, no window): it
+never waits for budget and never fails for want of it. The budget is
+the process's, shared by the downloads of every fastsheep backend in
+it, each checking against its own backend's value.
+
+Rule: set it to the memory a glance-api worker may spend on read-ahead
+on top of its plain streams; a worker's memory for downloads is then at
+most this plus a few read-size buffers per download, and a host running
+W workers W times that.
+
+Possible values:
+    * 0: no read-ahead; every download is the plain one-reader stream
+    * A positive integer (MiB); less than one window also means no
+      read-ahead
+
+Related options:
+    * ``sheepdog_store_read_concurrency``
+    * ``sheepdog_store_read_window``
+    * ``sheepdog_store_read_size``
+"""),
     cfg.StrOpt('sheepdog_store_command',
                default=dog_command.DEFAULT_COMMAND,
                help="""

@@ -18,22 +18,27 @@ requests, as librbd does, helps there. But every ``dog vdi read`` also
 looks the VDI up and reads the whole inode object, a little over 4 MiB
 (dog/vdi.c reads SD_INODE_SIZE), before its first data byte, so each
 extra process costs a start, a lookup and a 4 MiB read: on a hot cache
-N=4 over 16 MiB windows ran at 0.78 of one reader on a real 1-node
-sheepdog 1.0 cluster.
+several readers over small windows ran slower than one reader on a real
+sheepdog cluster (doc/source/fastsheep.rst has the figures).
 
 So a download starts with one ``dog vdi read`` for the whole range, read
 in the consumer's own thread exactly as the plain stream reads it
 (InlineFetch), and the number of readers ramps up (ReaderRamp) only while
 one more pays: the consumer waits for bytes, the readers wait on ``dog``
-(not on this process's CPU), and the last reader added raised the read
-rate, never beyond the configured maximum. When a second reader pays, the
-first is cut at the next window boundary and the rest is cut into
-windows aligned to the 4 MiB objects, large enough that the per-process
-cost is small. Each of those is drained by a worker (WindowFetch: a
-greenthread under eventlet, a native thread otherwise) into a queue of
-read-size buffers holding at most one window, and the pieces are yielded
-strictly in range order, as soon as they arrive for the range at the
-head; memory is bounded by N windows. The buffers are recycled through
+(not on this process's CPU), the last reader added raised the read rate,
+and the readers of the other downloads of the process do not keep the
+cluster busy already; never beyond the configured maximum. When a second
+reader pays, the first is cut at the next window boundary and the rest
+is cut into windows aligned to the 4 MiB objects, large enough that the
+per-process cost is small. Each of those is drained by a worker
+(WindowFetch: a greenthread under eventlet, a native thread otherwise)
+into a queue of read-size buffers holding at most one window, and the
+pieces are yielded strictly in range order, as soon as they arrive for
+the range at the head. Every window in flight holds one window of the
+process-wide read-ahead budget (download.BUDGET), taken before its
+reader starts and given back when the download no longer needs it; what
+does not fit is not waited for: the download keeps the readers it has,
+down to the plain one-reader stream. The buffers are recycled through
 one pool per transfer: fresh memory for every piece would cost a page
 fault per 4 KiB (here, as much CPU as the whole transfer).
 """
@@ -44,14 +49,13 @@ import mmap
 import threading
 
 from oslo_log import log as logging
+from oslo_utils import timeutils
 import six
 
 from glance_store_fastsheep import download
 from glance_store_fastsheep import hub_safe
 
 LOG = logging.getLogger(__name__)
-
-_now = download.now
 
 
 def windows(offset, length, window):
@@ -113,14 +117,22 @@ class ReaderRamp(object):
     Readers that wait a fraction f of the time keep about 1 / (1 - f)
     times as many busy, so that many are added at once (at least one):
     a latency-bound download reaches its readers in one sample.
+
+    The cluster is shared: a reader that pays for one stream on an idle
+    cluster only takes it from the other streams once they keep it busy.
+    So no reader is added while the other downloads of the process run
+    BUSY_READERS ``dog vdi read`` children or more. BUSY_READERS is the
+    rule's parameter; its value is to be set from the bench's concurrent
+    download rows (default against one reader each, per concurrency).
     """
 
     SAMPLE_SECONDS = 0.05
     SAMPLE_BYTES = 8 << 20
     STARVED = 0.5
     GAIN = 1.2
+    BUSY_READERS = 2
 
-    def __init__(self, maximum, clock=_now):
+    def __init__(self, maximum, clock=timeutils.now):
         self.maximum = maximum
         self.level = 1
         self.settled = maximum <= 1
@@ -134,13 +146,14 @@ class ReaderRamp(object):
         self.level = level
         self.settled = True
 
-    def sample(self, received, waited, idle, ready=True):
+    def sample(self, received, waited, idle, ready=True, others=0):
         """Account progress; returns the number of readers to keep.
 
         received: bytes all readers of the download have read so far;
         waited: seconds the consumer has spent waiting for bytes so far;
         idle: seconds the readers have spent waiting on their ``dog``;
-        ready: whether every reader in flight has sent a byte yet.
+        ready: whether every reader in flight has sent a byte yet;
+        others: ``dog vdi read`` children of the other downloads now.
         """
         if self.settled:
             return self.level
@@ -161,7 +174,7 @@ class ReaderRamp(object):
             self.level = self._before
             self.settled = True
         elif (min(starved, reader_idle) >= self.STARVED and
-                self.level < self.maximum):
+                self.level < self.maximum and others < self.BUSY_READERS):
             busy = max(1.0 - min(reader_idle, 0.95), 0.05)
             wanted = int(math.ceil(self.level / busy))
             self._rate, self._before = rate, self.level
@@ -170,9 +183,9 @@ class ReaderRamp(object):
             self.settled = True
         self._mark = None
         LOG.debug('read-ahead: %.0f MB/s, consumer waited %.0f%%, readers '
-                  '%.0f%%: %d reader(s)%s', rate / 1e6, starved * 100,
-                  reader_idle * 100, self.level,
-                  ', settled' if self.settled else '')
+                  '%.0f%%, %d reader(s) of other downloads: %d reader(s)%s',
+                  rate / 1e6, starved * 100, reader_idle * 100, others,
+                  self.level, ', settled' if self.settled else '')
         return self.level
 
 
@@ -183,7 +196,7 @@ class InlineFetch(download.RangeRead):
     or the rest once one reader is settled) gains nothing from a worker,
     and handing each piece over through a queue costs two thread or
     greenthread switches per piece: on a hot cache, where one reader is
-    all that pays, that ran at 0.76-0.86 of the plain stream here. So it
+    all that pays, that ran measurably slower than the plain stream. So it
     is read as the plain stream reads (download.RangeRead), and the
     consumer's wait for the pipe is both what the consumer waited and
     what the reader idled, which is what the ramp samples.
@@ -193,56 +206,72 @@ class InlineFetch(download.RangeRead):
     def idle(self):
         return self.waited
 
+    @property
+    def reading(self):
+        return not self.finished
+
     def failed(self):
         """Errors surface in take(), in the consumer: never pending."""
         return False
 
 
 class WindowFetch(object):
-    """One range: its child, and a worker queueing what it sends.
+    """One range read by a worker into a queue, ahead of the consumer.
 
-    The queue holds at most ``cap`` bytes, so a reader of a long range
-    stays within one window of memory. ``cut`` ends the range early at a
-    window boundary: the child is then killed there instead of checked
-    for its exit, as what it sent up to the cut was counted.
+    The range's lifecycle (cut, check or kill, release) is
+    download.RangeRead's; this adds the worker and the queue. The queue
+    holds at most ``cap`` bytes, so a reader of a long range stays within
+    one window of memory.
     """
 
     def __init__(self, settings, address, port, name, offset, length,
                  pool, cap=None):
         self.offset = offset
         self.length = length
-        self.end = length  # bytes to deliver; less once cut
-        self.delivered = 0
         self.pool = pool
         self.cap = max(cap or length, pool.size)
         self.queued = 0
         self.waited = 0.0  # the consumer, for this range's pieces
-        self.idle = 0.0  # the worker, for its child's output
         self.cancelled = False
         self.error = None
         self.finished = False
         self.pieces = collections.deque()
         self.cond = threading.Condition()
-        self.child = download.ReadProcess(settings, address, port, name,
-                                          offset, length, buffered=False)
+        self.range = download.RangeRead(settings, address, port, name,
+                                        offset, length, buffered=False)
         self.worker = threading.Thread(target=self._run,
                                        name='fastsheep-window-%d' % offset)
         self.worker.daemon = True
-        self.worker.start()
+        try:
+            self.worker.start()
+        except Exception:
+            self.range.cancel()
+            raise
+
+    @property
+    def end(self):
+        return self.range.end
+
+    @property
+    def delivered(self):
+        return self.range.delivered
+
+    @property
+    def idle(self):
+        """Seconds the worker waited on its child's output."""
+        return self.range.waited
+
+    @property
+    def reading(self):
+        return not self.range.finished
 
     def cut(self, length):
-        """Deliver only the first length bytes; False if past them."""
-        with self.cond:
-            if self.finished or self.delivered > length:
-                return False
-            self.end = length
-            return True
+        return self.range.cut(length)
 
     def _run(self):
-        """Queue the child's output; verify it; record any error."""
-        verified = cut = False
+        """Queue the range's pieces until it is done; record any error."""
         try:
-            while self.delivered < self.end:
+            while True:
                 with self.cond:
                     while (self.queued + self.pool.size > self.cap and
                            not self.cancelled):
@@ -250,37 +279,22 @@ class WindowFetch(object):
                     if self.cancelled:
                         return
                 buffer = self.pool.get()
-                started = _now()
-                count, waited = self.child.read_piece(
-                    self.end - self.delivered, memoryview(buffer))
-                if waited:
-                    self.idle += _now() - started
-                with self.cond:
-                    # A cut while the read was under way: trim to it.
-                    count = min(count, self.end - self.delivered)
-                    if count > 0:
-                        self.pieces.append((buffer, count))
-                        self.delivered += count
-                        self.queued += count
-                        self.cond.notify_all()
-                if count <= 0:
+                count, waited = self.range.read(memoryview(buffer))
+                if not count:
                     self.pool.put(buffer)
-                    break
+                    return
+                with self.cond:
+                    self.pieces.append((buffer, count))
+                    self.queued += count
+                    self.cond.notify_all()
                 if not waited:
                     # Under eventlet: let the consumer and the other
                     # windows run between two pieces.
                     hub_safe.give_way()
-            # Cut and reached the cut: its bytes were counted, nothing
-            # else to check. Anything else (short output included) gets
-            # the full check of byte count and exit status.
-            cut = self.end < self.length and self.delivered == self.end
-            if not cut:
-                self.child.finish()
-            verified = True
         except Exception as exc:
             self.error = exc
         finally:
-            self.child.close(kill=cut or not verified)
+            self.range.cancel()
             with self.cond:
                 self.finished = True
                 self.cond.notify_all()
@@ -298,10 +312,10 @@ class WindowFetch(object):
         with self.cond:
             waited = not self.pieces and not self.finished
             if waited:
-                started = _now()
+                started = timeutils.now()
                 while not self.pieces and not self.finished:
                     self.cond.wait()
-                self.waited += _now() - started
+                self.waited += timeutils.now() - started
             if self.error is not None:
                 raise self.error
             if not self.pieces:
@@ -317,15 +331,13 @@ class WindowFetch(object):
         return piece
 
     def cancel(self):
-        """Kill the child; the worker then reaps it and closes its fds."""
+        """Kill the child; the worker then releases the range."""
         with self.cond:
             self.cancelled = True
             self.cond.notify_all()
-        if hub_safe.kill_and_reap(self.child.proc) is None:
-            LOG.warning('`dog vdi read` pid %s survived SIGKILL',
-                        self.child.proc.pid)
+        self.range.kill()
         try:
-            self.worker.join(self.child.idle_timeout)
+            self.worker.join(self.range.child.idle_timeout)
         except Exception as exc:
             # A join that cannot switch greenthreads (close() run by the
             # garbage collector inside the hub): the killed child is
@@ -345,6 +357,31 @@ class ReadAheadStream(download.ReadStream):
         return self._gen
 
 
+class _Share(object):
+    """The windows of download.BUDGET one download holds."""
+
+    def __init__(self, window, limit):
+        self.window = window
+        self.limit = limit
+        self.windows = 0
+
+    def hold(self, windows):
+        """Hold windows windows if the budget has them; whether held."""
+        if windows <= self.windows:
+            return True
+        more = (windows - self.windows) * self.window
+        if not download.BUDGET.take(more, self.limit):
+            return False
+        self.windows = windows
+        return True
+
+    def keep(self, windows):
+        """Give back what is held beyond windows windows."""
+        if windows < self.windows:
+            download.BUDGET.give((self.windows - windows) * self.window)
+            self.windows = windows
+
+
 def _stream_windows(settings, address, port, name, offset, length):
     if length <= 0:
         return
@@ -358,32 +395,50 @@ def _stream_windows(settings, address, port, name, offset, length):
         # One reader for the whole range, until a second one pays.
         plan = collections.deque([(offset, length)])
     fetches = collections.deque()
+    share = _Share(window, settings.readahead_budget)
     pool = BufferPool(settings.read_size)
     done = 0  # bytes of the ranges already yielded
     waited = idle = 0.0  # and the waits in them
     yielded = 0
 
+    def in_windows():
+        return sum(1 for f in fetches if isinstance(f, WindowFetch))
+
+    def one_reader_for_the_rest():
+        if len(plan) > 1:
+            first, last = plan[0], plan[-1]
+            plan.clear()
+            plan.append((first[0], last[0] + last[1] - first[0]))
+
     def start_readers():
-        if ramp.settled and ramp.level == 1 and len(plan) > 1:
+        if ramp.settled and ramp.level == 1:
             # One reader is enough: one process for the rest, started
             # once the windows in flight are done and read inline.
-            first, last = plan[0], plan[-1]
-            rest = last[0] + last[1] - first[0]
-            plan.clear()
-            plan.append((first[0], rest))
+            one_reader_for_the_rest()
         if not plan and len(fetches) < ramp.level:
             # The last reader reads to the end: cut it at the next window
             # boundary and give the windows after it to more readers, if
             # at least a whole window is left to amortise a new reader's
-            # start, lookup and inode read; otherwise no reader can pay.
+            # start, lookup and inode read, and the budget has a window
+            # for one more; otherwise no reader can pay.
             last = fetches[-1]
             boundary = ((last.offset + last.delivered) // window + 1) * window
             if (end - boundary >= window and
+                    share.hold(in_windows() + 1) and
                     last.cut(boundary - last.offset)):
                 plan.extend(windows(boundary, end - boundary, window))
             else:
                 ramp.hold(len(fetches))
         while plan and len(fetches) < ramp.level:
+            if fetches or ramp.level > 1:
+                if not share.hold(in_windows() + 1):
+                    # The budget is used up: keep the readers running,
+                    # or with none left, read the rest as the plain
+                    # stream does.
+                    ramp.hold(max(1, len(fetches)))
+                    if fetches:
+                        break
+                    one_reader_for_the_rest()
             range_offset, range_length = plan.popleft()
             if not fetches and ramp.level == 1:
                 # No reader beside it: the consumer reads it itself.
@@ -393,6 +448,9 @@ def _stream_windows(settings, address, port, name, offset, length):
                 fetches.append(WindowFetch(settings, address, port, name,
                                            range_offset, range_length,
                                            pool, window))
+        # A window's share passes on to the window that follows it, and
+        # what no window in flight needs goes back.
+        share.keep(in_windows())
 
     try:
         while plan or fetches:
@@ -410,10 +468,12 @@ def _stream_windows(settings, address, port, name, offset, length):
                     if fetch.failed():
                         fetch.take()
                 if not ramp.settled:
+                    own = sum(1 for f in fetches if f.reading)
                     ramp.sample(done + sum(f.delivered for f in fetches),
                                 waited + sum(f.waited for f in fetches),
                                 idle + sum(f.idle for f in fetches),
-                                all(f.delivered for f in fetches))
+                                all(f.delivered for f in fetches),
+                                download.BUDGET.readers - own)
                     start_readers()
             fetches.popleft()
             done += head.end
@@ -432,5 +492,8 @@ def _stream_windows(settings, address, port, name, offset, length):
                   yielded, length, exc)
         raise
     finally:
-        while fetches:
-            fetches.popleft().cancel()
+        try:
+            while fetches:
+                fetches.popleft().cancel()
+        finally:
+            share.keep(0)

@@ -72,6 +72,8 @@ class Settings(object):
         self.read_concurrency = group.sheepdog_store_read_concurrency
         self.read_window = _objects_in_bytes(group,
                                              'sheepdog_store_read_window')
+        self.readahead_budget = (group.sheepdog_store_readahead_budget *
+                                 units.Mi)
         self.command_timeout = group.sheepdog_store_command_timeout
         self.transfer_timeout = group.sheepdog_store_transfer_timeout
         configured = group.sheepdog_store_command

@@ -19,6 +19,7 @@ import time
 import fixtures
 from glance_store import exceptions
 
+from glance_store_fastsheep import download
 from glance_store_fastsheep import readahead
 from glance_store_fastsheep.tests.functional import base
 from glance_store_fastsheep.tests.unit import base as unit_base
@@ -47,9 +48,39 @@ class _OneReader(readahead.ReaderRamp):
 class _SecondReaderAtOnce(readahead.ReaderRamp):
     """Two readers from the first sample on: the first reader is cut."""
 
-    def sample(self, received, waited, idle, ready=True):
+    def sample(self, received, waited, idle, ready=True, others=0):
         self.level, self.settled = 2, True
         return self.level
+
+
+def _hold_budget(test, size):
+    """Hold size bytes of the budget, as another download would.
+
+    Returns the function that gives them back (also run at cleanup, once).
+    """
+    test.assertTrue(download.BUDGET.take(size, size))
+    held = [size]
+
+    def give_back():
+        while held:
+            download.BUDGET.give(held.pop())
+    test.addCleanup(give_back)
+    return give_back
+
+
+def _other_readers(test, count):
+    """Count readers of another download; returns their end (run once)."""
+    running = []
+    for _reader in range(count):
+        download.BUDGET.reader_started()
+        running.append(1)
+
+    def done():
+        while running:
+            running.pop()
+            download.BUDGET.reader_done()
+    test.addCleanup(done)
+    return done
 
 
 class _Base(base.FunctionalTestCase):
@@ -81,6 +112,12 @@ class _Base(base.FunctionalTestCase):
 
     def reads(self):
         return [(int(c[-2]), int(c[-1])) for c in self.sheep.calls('read')]
+
+    def assertNothingLeft(self, vdis=()):
+        """Nothing left (see base), and the read-ahead budget whole."""
+        super(_Base, self).assertNothingLeft(vdis)
+        self.assertEqual((0, 0), (download.BUDGET.held,
+                                  download.BUDGET.readers))
 
 
 class ReadAheadTest(_Base):
@@ -284,3 +321,155 @@ class CutTest(_Base):
         self.assertEqual(data, b''.join(stream))
         self.assertEqual([(0, len(data))], self.reads())
         self.assertNothingLeft(['img', 'short'])
+
+
+class BudgetTest(_Base):
+    """Windows come from the process's budget, which comes back whole."""
+
+    RAMP = _AllReaders
+
+    def budget_conf(self, mib, **overrides):
+        return self.make_store(self.make_conf(
+            sheepdog_store_readahead_budget=mib, **overrides))
+
+    def read_checking_budget(self, sd, limit, name='img'):
+        """The image, checking the budget's holdings after every piece."""
+        got = []
+        held = []
+        for piece in sd.get(self.location(name))[0]:
+            got.append(piece)
+            held.append(download.BUDGET.held)
+            self.assertLessEqual(download.BUDGET.held, limit)
+        return b''.join(got), held
+
+    def test_end_of_image_gives_the_budget_back(self):
+        got, held = self.read_checking_budget(self.sd, 256 * base.MIB)
+        self.assertEqual(self.data, got)
+        # Three windows in flight (read concurrency 3).
+        self.assertEqual(3 * WINDOW, max(held))
+        self.assertNothingLeft(['img'])
+
+    def test_windows_only_from_the_budget(self):
+        # Two windows' worth: never a third window in flight.
+        sd = self.budget_conf(2 * WINDOW // base.MIB)
+        got, held = self.read_checking_budget(sd, 2 * WINDOW)
+        self.assertEqual(self.data, got)
+        self.assertEqual(2 * WINDOW, max(held))
+        self.assertEqual(list(readahead.windows(0, len(self.data), WINDOW)),
+                         sorted(self.reads()))
+        self.assertNothingLeft(['img'])
+
+    def test_no_budget_is_the_plain_stream(self):
+        # Less than a window: every download reads as the plain stream,
+        # in the consumer's thread, without waiting for budget.
+        sd = self.budget_conf(WINDOW // base.MIB - 1)
+        stream, _length = sd.get(self.location('img'))
+        iterator = iter(stream)
+        got = [next(iterator)]
+        fetch = stream._gen.gi_frame.f_locals['fetches'][0]
+        self.assertIsInstance(fetch, readahead.InlineFetch)
+        got.extend(iterator)
+        self.assertEqual(self.data, b''.join(got))
+        self.assertEqual([(0, len(self.data))], self.reads())
+        self.assertNothingLeft(['img'])
+
+    def test_budget_used_by_others_is_the_plain_stream(self):
+        # Another download holds it all: this one neither waits nor
+        # fails, and takes nothing.
+        limit = 256 * base.MIB
+        give_back = _hold_budget(self, limit)
+        got, held = self.read_checking_budget(self.sd, limit)
+        self.assertEqual(self.data, got)
+        self.assertEqual({limit}, set(held))
+        self.assertEqual([(0, len(self.data))], self.reads())
+        give_back()
+        self.assertNothingLeft(['img'])
+
+    def test_one_window_of_budget_then_one_reader(self):
+        # The budget runs out after the first window: that window is
+        # read, then one reader reads the rest.
+        sd = self.budget_conf(WINDOW // base.MIB)
+        got, held = self.read_checking_budget(sd, WINDOW)
+        self.assertEqual(self.data, got)
+        reads = sorted(self.reads())
+        self.assertEqual((0, WINDOW), reads[0])
+        self.assertEqual((WINDOW, len(self.data) - WINDOW), reads[1])
+        self.assertEqual(2, len(reads))
+        self.assertNothingLeft(['img'])
+
+    def test_error_gives_the_budget_back(self):
+        self.sheep.set_knobs(fail_at_offset=2 * WINDOW + 100)
+        stream, _length = self.sd.get(self.location('img'))
+        self.assertRaises(exceptions.BackendException, b''.join, stream)
+        self.assertNothingLeft(['img'])
+
+    def test_close_after_the_first_piece_gives_the_budget_back(self):
+        # glance closes the generator when its client hangs up.
+        stream, _length = self.sd.get(self.location('img'))
+        self.addCleanup(stream.close)
+        iterator = iter(stream)
+        self.assertEqual(self.data[:self.READ_SIZE], next(iterator))
+        self.assertEqual(3 * WINDOW, download.BUDGET.held)
+        self.assertLessEqual(1, download.BUDGET.readers)
+        stream.close()
+        self.assertNothingLeft(['img'])
+
+    def test_dropped_iterator_gives_the_budget_back(self):
+        stream, _length = self.sd.get(self.location('img'))
+        next(iter(stream))
+        del stream
+        self.assertNothingLeft(['img'])
+
+    def test_timeout_gives_the_budget_back(self):
+        # Every window but the first sends nothing for longer than the
+        # transfer timeout.
+        stall = self.wrapped_dog(
+            'stalling-dog', 'if "read" in sys.argv and sys.argv[-2] != "0":\n'
+                            '    time.sleep(30)\n')
+        sd = self.make_store(self.make_conf(
+            sheepdog_store_command=stall,
+            sheepdog_store_transfer_timeout=1))
+        stream, _length = sd.get(self.location('img'))
+        exc = self.assertRaises(exceptions.BackendException, b''.join,
+                                stream)
+        self.assertIn('sent nothing for 1', str(exc))
+        self.assertNothingLeft(['img'])
+
+    def test_concurrent_downloads_share_the_budget(self):
+        # Five downloads at once (threads, or greenthreads under
+        # eventlet) with room for three windows between them: each is
+        # byte-exact, the budget is never exceeded, and it comes back.
+        limit = 3 * WINDOW
+        sd = self.budget_conf(limit // base.MIB)
+        results = {}
+
+        def download_one(index):
+            try:
+                results[index] = self.read_checking_budget(sd, limit)[0]
+            except Exception as exc:  # reported below, in the test
+                results[index] = exc
+
+        threads = [threading.Thread(target=download_one, args=(index,))
+                   for index in range(5)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        self.assertEqual([self.data] * 5,
+                         [results.get(index) for index in range(5)])
+        self.assertNothingLeft(['img'])
+
+
+class BusyClusterTest(_Base):
+    """The real ramp adds no reader while other downloads keep it busy."""
+
+    def test_no_second_reader_beside_busy_readers(self):
+        self.sheep.set_knobs(object_service_ms=40)
+        # The readers of other downloads of this process, as counted.
+        others = _other_readers(self, readahead.ReaderRamp.BUSY_READERS)
+        stream, _length = self.sd.get(self.location('img'))
+        self.assertEqual(self.data, b''.join(stream))
+        # What RampTest shows cut into windows stays one reader here.
+        self.assertEqual([(0, len(self.data))], self.reads())
+        others()
+        self.assertNothingLeft(['img'])

@@ -82,20 +82,21 @@ class ReaderRampTest(base.BaseTestCase):
         self.idle = 0.0
 
     def run_sample(self, ramp, rate_mib_s, starved, seconds=0.1,
-                   idle=None):
+                   idle=None, others=0):
         """One sample at rate MiB/s; returns the level the ramp chose.
 
         The consumer waits for bytes a fraction ``starved`` of the time,
         each reader waits on its ``dog`` a fraction ``idle`` (default: the
-        same).
+        same); the other downloads run ``others`` readers.
         """
         idle = starved if idle is None else idle
-        ramp.sample(self.received, self.waited, self.idle)
+        ramp.sample(self.received, self.waited, self.idle, others=others)
         self.clock.now += seconds
         self.received += int(rate_mib_s * self.MIB * seconds)
         self.waited += starved * seconds
         self.idle += idle * seconds * ramp.level
-        return ramp.sample(self.received, self.waited, self.idle)
+        return ramp.sample(self.received, self.waited, self.idle,
+                           others=others)
 
     def test_one_reader_when_the_consumer_sets_the_pace(self):
         ramp = readahead.ReaderRamp(4, clock=self.clock)
@@ -164,3 +165,20 @@ class ReaderRampTest(base.BaseTestCase):
         ramp.hold(1)
         self.assertTrue(ramp.settled)
         self.assertEqual(1, self.run_sample(ramp, 100, 0.9))
+
+    def test_no_reader_while_other_downloads_keep_the_cluster_busy(self):
+        busy = readahead.ReaderRamp.BUSY_READERS
+        ramp = readahead.ReaderRamp(4, clock=self.clock)
+        # What would add two readers on an idle cluster (see above).
+        self.assertEqual(1, self.run_sample(ramp, 300, 0.6, others=busy))
+        self.assertTrue(ramp.settled)
+
+    def test_no_more_readers_once_others_keep_it_busy(self):
+        busy = readahead.ReaderRamp.BUSY_READERS
+        ramp = readahead.ReaderRamp(8, clock=self.clock)
+        self.assertEqual(3, self.run_sample(ramp, 300, 0.6,
+                                            others=busy - 1))
+        # Other downloads started readers meanwhile: keep the three.
+        self.assertEqual(3, self.run_sample(ramp, 550, 0.6, idle=0.55,
+                                            others=busy))
+        self.assertTrue(ramp.settled)
