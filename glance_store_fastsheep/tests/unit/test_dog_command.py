@@ -11,6 +11,7 @@
 # under the License.
 
 import os
+import sys
 
 import fixtures
 from glance_store import exceptions
@@ -201,7 +202,10 @@ class CliRunTest(base.BaseTestCase):
     def test_timeout_kills(self):
         slow = test_base.write_script(
             os.path.join(self.dog.bin_dir, 'slow'),
-            '#!/bin/sh\necho $$ > %s/pid\nexec sleep 30\n' % self.dog.bin_dir)
+            # PATH holds the fake dog only (FakeDog): the sleeper is
+            # this interpreter, by its absolute path.
+            '#!/bin/sh\necho $$ > %s/pid\nexec %s -c "import time; '
+            'time.sleep(30)"\n' % (self.dog.bin_dir, sys.executable))
         slow_cli = dog_command.DogCommand(slow, 2)
         exc = self.assertRaises(exceptions.BackendException, slow_cli.run,
                                 'list', '127.0.0.1', 7000)
