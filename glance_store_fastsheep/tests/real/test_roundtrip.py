@@ -25,8 +25,11 @@ MIB = base.MIB
 
 
 class RoundTripTest(real_base.RealCluster, test_roundtrip.RoundTripTest):
-    """The emulator suite's size boundaries (4 MiB objects +- 1, read
-    size +- 1, several chunks), known and unknown size, on real sheep."""
+    """The emulator suite's size boundaries, on real sheep.
+
+    4 MiB objects +- 1, the read size +- 1 and several chunks, each with
+    its size known and unknown.
+    """
 
 
 class DefaultSizesTest(real_base.RealCluster, base.FunctionalTestCase):
