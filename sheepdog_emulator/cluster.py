@@ -44,8 +44,7 @@ SD_NR_VDIS = 1 << 24
 # it (read_vdi_obj(..., SD_INODE_SIZE)) in every `vdi read` and
 # `vdi write` before the first data byte.
 SD_INODE_SIZE = 4664 + (1 << 20) * 4
-OPS = ('create', 'list', 'read', 'write', 'delete', 'resize', 'info',
-       'node')
+OPS = ('create', 'list', 'read', 'write', 'delete', 'resize')
 # knob name -> type; every knob can also be set by the environment
 # variable SHEEPDOG_EMULATOR_<NAME>, which wins over knobs.json.
 KNOBS = {
@@ -265,7 +264,6 @@ class Cluster(object):
         info.setdefault('ctime', int(os.stat(self.path).st_mtime))
         info.setdefault('copies', 1)
         info.setdefault('block_size_shift', DEFAULT_SHIFT)
-        info.setdefault('nodes', [addr_to_str(self.addr, self.port)])
         return info
 
     def inode_path(self):

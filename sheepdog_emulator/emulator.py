@@ -27,7 +27,6 @@ import time
 
 from sheepdog_emulator.cluster import _coerce
 from sheepdog_emulator.cluster import _write_json
-from sheepdog_emulator.cluster import addr_to_str
 # Part of this module's API: fixtures and the bench look at VDIs with it.
 from sheepdog_emulator.cluster import Cluster  # noqa: F401
 from sheepdog_emulator.cluster import cluster_dir
@@ -45,8 +44,7 @@ def _out(text):
     sys.stdout.flush()
 
 
-def init_cluster(root, addr=DEFAULT_ADDR, port=DEFAULT_PORT, copies=1,
-                 nodes=None):
+def init_cluster(root, addr=DEFAULT_ADDR, port=DEFAULT_PORT, copies=1):
     """Create (or bring back up) the cluster at addr:port under root."""
     path = cluster_dir(root, addr, port)
     for sub in ('vdis', 'meta'):
@@ -56,8 +54,7 @@ def init_cluster(root, addr=DEFAULT_ADDR, port=DEFAULT_PORT, copies=1,
     if not os.path.exists(info_path):
         _write_json(info_path, {
             'ctime': int(time.time()), 'copies': copies,
-            'block_size_shift': DEFAULT_SHIFT,
-            'nodes': list(nodes or [addr_to_str(addr, int(port))])})
+            'block_size_shift': DEFAULT_SHIFT})
     set_down(root, addr, port, False)
     return path
 

@@ -1,10 +1,12 @@
 #!/bin/bash
 # Usage: run-tests.sh KINDS [stestr run arguments]
 # Run the tests of each kind in KINDS ("unit", "functional", "real") of
-# both plugins (a plugin without tests of a kind has none to run), passing stestr run's arguments on: `tox -e py3 -- REGEX`
-# must not fail because one plugin has no test matching REGEX. When the
-# arguments are filters only, a suite with no matching test is skipped
-# with a line saying so, and filters that match no test at all fail.
+# every package that has them (PACKAGE/tests/KIND: both plugins and the
+# sheepdog emulator), passing stestr run's arguments on: `tox -e py3 --
+# REGEX` must not fail because one package has no test matching REGEX.
+# When the arguments are filters only, a suite with no matching test is
+# skipped with a line saying so, and filters that match no test at all
+# fail.
 # Options (--serial, ...) go to every suite's run unchecked.
 set -euo pipefail
 kinds=$1
@@ -33,11 +35,10 @@ elif [[ " $kinds " == *" real "* ]]; then
 fi
 ran=0
 for kind in $kinds; do
-    for package in glance_store_fastsheep ceilometer_metriccache; do
-        path=./$package/tests/$kind
-        if [ ! -d "$path" ]; then
-            continue
-        fi
+    for path in ./*/tests/"$kind"; do
+        [ -d "$path" ] || continue
+        package=${path#./}
+        package=${package%%/*}
         if [ $# -gt 0 ] && [ $filters_only = 1 ]; then
             matches=$(stestr --test-path "$path" list "$@" || true)
             if [ -z "$matches" ]; then
