@@ -54,6 +54,15 @@ from sheepdog_emulator.vdi import EXIT_USAGE
 from sheepdog_emulator.vdi import out
 
 PROG_VERSION = '1.0.1 (emulator)'
+# dog names itself "dog" in its messages whatever it was started as
+# (collie is a link to it); getopt's messages take argv[0] as given.
+PROG = 'dog'
+# Every `vdi` subcommand of sheepdog 1.0, in dog's order, as its "Available
+# vdi commands" lists them; COMMANDS emulates the ones drivers run.
+DOG_VDI_SUBCOMMANDS = (
+    'check', 'create', 'snapshot', 'clone', 'delete', 'rollback', 'list',
+    'tree', 'graph', 'object', 'track', 'setattr', 'getattr', 'resize',
+    'read', 'write', 'backup', 'restore', 'alter-copy', 'lock')
 SD_MAX_COPIES = 31
 
 NEED_ARG = 1
@@ -100,8 +109,9 @@ VDI_OPTS = {
 
 class Context(object):
 
-    def __init__(self, prog, root, cmd, sub, spec):
-        self.prog = prog
+    def __init__(self, argv0, root, cmd, sub, spec):
+        self.prog = PROG
+        self.argv0 = argv0
         self.root = root
         self.cmd = cmd
         self.sub = sub
@@ -239,7 +249,7 @@ def parse_options(ctx, argv):
                 matches = [name]
             if len(matches) != 1:
                 err("%s: %s option '%s'" % (
-                    ctx.prog, 'unrecognized' if not matches else
+                    ctx.argv0, 'unrecognized' if not matches else
                     'ambiguous', arg))
                 usage(ctx.prog, EXIT_USAGE)
             ch = longs[matches[0]]
@@ -247,13 +257,13 @@ def parse_options(ctx, argv):
                 if not eq:
                     if i >= len(argv):
                         err("%s: option '--%s' requires an argument"
-                            % (ctx.prog, matches[0]))
+                            % (ctx.argv0, matches[0]))
                         usage(ctx.prog, EXIT_USAGE)
                     value = argv[i]
                     i += 1
             elif eq:
                 err("%s: option '--%s' doesn't allow an argument"
-                    % (ctx.prog, matches[0]))
+                    % (ctx.argv0, matches[0]))
                 usage(ctx.prog, EXIT_USAGE)
             else:
                 value = None
@@ -264,7 +274,7 @@ def parse_options(ctx, argv):
                 ch = arg[j]
                 j += 1
                 if ch not in allowed:
-                    err("%s: invalid option -- '%s'" % (ctx.prog, ch))
+                    err("%s: invalid option -- '%s'" % (ctx.argv0, ch))
                     usage(ctx.prog, EXIT_USAGE)
                 value = None
                 if _option(ch)[1]:
@@ -273,7 +283,7 @@ def parse_options(ctx, argv):
                     if not value:
                         if i >= len(argv):
                             err("%s: option requires an argument -- '%s'"
-                                % (ctx.prog, ch))
+                                % (ctx.argv0, ch))
                             usage(ctx.prog, EXIT_USAGE)
                         value = argv[i]
                         i += 1
@@ -313,9 +323,7 @@ def _log_call(root, argv):
 
 
 def run(argv, root):
-    prog = os.path.basename(argv[0]) or 'dog'
-    if prog.endswith('.py'):
-        prog = 'dog'
+    prog = PROG
     _log_call(root, argv)
     if len(argv) < 2:
         usage(prog, 0)
@@ -332,13 +340,16 @@ def run(argv, root):
         if candidate[0] == sub:
             spec = candidate
     if spec is None:
+        if sub in DOG_VDI_SUBCOMMANDS:
+            err("sheepdog emulator: '%s %s' is not emulated" % (cmd, sub))
+            raise Exit(EXIT_USAGE)
         if sub is not None and sub not in ('help', '--help', '-h'):
             err("Invalid command '%s %s'" % (cmd, sub))
         err('Available %s commands:' % cmd)
-        for candidate in subs:
-            err('  %s %s' % (cmd, candidate[0]))
+        for name in DOG_VDI_SUBCOMMANDS:
+            err('  %s %s' % (cmd, name))
         raise Exit(EXIT_USAGE)
-    ctx = Context(prog, root, cmd, sub, spec)
+    ctx = Context(argv[0], root, cmd, sub, spec)
     env_addr = os.environ.get('SHEEPDOG_DOG_ADDR')
     if env_addr:
         if not _is_ip(env_addr):
@@ -359,12 +370,18 @@ def run(argv, root):
         vdi.need_up(ctx)
     if spec[4] & NEED_ARG and not ctx.args:
         subcommand_usage(ctx, EXIT_USAGE)
-    started = time.time()
-    ret = spec[5](ctx)
+    started = time.monotonic()
+    try:
+        ret = spec[5](ctx)
+    except Exit as exc:
+        # A bad size or offset: dog's command returns EXIT_USAGE.
+        ret = exc.code
+        if ret != EXIT_USAGE:
+            raise
     if ret == EXIT_USAGE:
         subcommand_usage(ctx, EXIT_USAGE)
     if 'T' in ctx.opts:
-        out('\nElapsed time: %.3f seconds\n' % (time.time() - started))
+        out('\nElapsed time: %.3f seconds\n' % (time.monotonic() - started))
     return ret
 
 

@@ -38,6 +38,7 @@ EXIT_USAGE = 64
 
 IO_ERROR = 'I/O error'
 NO_VDI = 'No VDI found'
+NO_TAG = 'Failed to find requested tag'
 
 
 class Exit(Exception):
@@ -84,7 +85,7 @@ def size_or_usage(text):
     size = parse_size(text)
     if size is None:
         err("Invalid size '%s'" % text)
-        err('You may use k, M, G, T or P suffixes for kilobytes, '
+        err('You may use B, K, M, G, T or P suffixes for bytes, kilobytes, '
             'megabytes, gigabytes, terabytes and petabytes.')
         raise Exit(EXIT_USAGE)
     return size
@@ -136,8 +137,14 @@ def failing_op(ctx, name=None):
 # -- what every subcommand says when it cannot reach the VDI -------------
 
 def connect_error(ctx):
-    err('failed to connect to %s:%d: Connection refused'
-        % (ctx.addr, ctx.port))
+    """What dog prints when its request finds no sheep listening.
+
+    dog tries twice per request (lib/sockfd_cache.c sockfd_cache_get: a
+    cached connection first, then a short one), so the line comes twice.
+    """
+    for _attempt in range(2):
+        err('failed to connect to %s:%d: Connection refused'
+            % (ctx.addr, ctx.port))
     if not ctx.root:
         err('(sheepdog emulator: SHEEPDOG_EMULATOR_ROOT is not set, so no '
             'cluster answers)')
@@ -161,14 +168,17 @@ def open_vdi(ctx, name, flags):
         open_error(name, IO_ERROR, ctx.opts.get('s'))
         raise Exit(EXIT_FAILURE)
     call_latency(ctx)
-    if ctx.opts.get('s'):
+    try:
+        fd = os.open(ctx.cluster.data_path(name), flags)
+    except OSError:
         open_error(name, NO_VDI, ctx.opts.get('s'))
         raise Exit(EXIT_FAILURE)
-    try:
-        return os.open(ctx.cluster.data_path(name), flags)
-    except OSError:
-        open_error(name, NO_VDI)
+    if ctx.opts.get('s'):
+        # The emulator keeps no snapshots.
+        os.close(fd)
+        open_error(name, NO_TAG, ctx.opts.get('s'))
         raise Exit(EXIT_FAILURE)
+    return fd
 
 
 def data_oid(ctx, name, pos):
@@ -236,8 +246,11 @@ def vdi_delete(ctx):
         open_error(name, IO_ERROR, ctx.opts.get('s'))
         return EXIT_SUCCESS
     call_latency(ctx)
-    if ctx.opts.get('s') or not os.path.exists(cluster.data_path(name)):
+    if not os.path.exists(cluster.data_path(name)):
         open_error(name, NO_VDI, ctx.opts.get('s'))
+        return EXIT_SUCCESS
+    if ctx.opts.get('s'):
+        open_error(name, NO_TAG, ctx.opts.get('s'))
         return EXIT_SUCCESS
     if failing_op(ctx, name):
         err('Failed to delete %s: %s' % (name, IO_ERROR))
@@ -302,9 +315,16 @@ def _list_line(ctx, name, raw):
         meta['tag'], meta['block_size_shift'])
 
 
+LIST_HEADER = ('  Name        Id    Size    Used  Shared    Creation '
+               'time   VDI id  Copies  Tag   Block Size Shift')
+
+
 def vdi_list(ctx):
     cluster = ctx.cluster
     if not cluster.is_up():
+        # dog prints its header before it asks the daemon anything.
+        if not ctx.raw:
+            out(LIST_HEADER + '\n')
         connect_error(ctx)
         return EXIT_SYSFAIL
     call_latency(ctx)
@@ -314,8 +334,7 @@ def vdi_list(ctx):
         return EXIT_SYSFAIL
     lines = []
     if not ctx.raw:
-        lines.append('  Name        Id    Size    Used  Shared    Creation '
-                     'time   VDI id  Copies  Tag   Block Size Shift')
+        lines.append(LIST_HEADER)
     cluster.lock(False)
     try:
         if wanted is not None:

@@ -64,14 +64,14 @@ class TestSyntax(EmulatorTestCase):
 
     def test_no_arguments_prints_usage_and_succeeds(self):
         # Pike's configure_add runs a bare `collie` and needs exit 0.
-        for path, prog in ((self.emu.dog_path, 'dog'),
-                           (self.emu.collie_path, 'collie')):
+        # dog calls itself "dog" whatever it was started as.
+        for path in (self.emu.dog_path, self.emu.collie_path):
             rc, out, err = self.dog(prog=path)
             self.assertEqual(0, rc)
             text = out.decode()
             self.assertTrue(text.startswith(
                 'Sheepdog administrator utility'))
-            self.assertIn('Usage: %s <command> <subcommand>' % prog, text)
+            self.assertIn('Usage: dog <command> <subcommand>', text)
             self.assertIn('  vdi read ', text)
 
     def test_help_flags(self):
@@ -97,6 +97,10 @@ class TestSyntax(EmulatorTestCase):
         self.assertTrue(err.startswith(
             "Invalid command 'vdi frobnicate'\nAvailable vdi commands:\n"))
         self.assertIn('  vdi write\n', err)
+        self.assertIn('  vdi snapshot\n', err)
+        out, err = self.assertDog(['vdi', 'snapshot', 'img'], code=64)
+        self.assertEqual("sheepdog emulator: 'vdi snapshot' is not "
+                         "emulated\n", err)
         out, err = self.assertDog(['vdi'], code=64)
         self.assertTrue(err.startswith('Available vdi commands:'))
 
@@ -112,7 +116,8 @@ class TestSyntax(EmulatorTestCase):
 
     def test_invalid_option(self):
         out, err = self.assertDog(['vdi', 'read', '-x', 'img'], code=64)
-        self.assertEqual("dog: invalid option -- 'x'\n"
+        # getopt names the program as it was started.
+        self.assertEqual("%s: invalid option -- 'x'\n" % self.emu.dog_path +
                          "Try 'dog --help' for more information.\n", err)
         # -P is a valid vdi option, but not one of `vdi read`'s.
         self.assertDog(['vdi', 'read', '-P', 'img'], code=64)
@@ -145,6 +150,7 @@ class TestSyntax(EmulatorTestCase):
             self.assertEqual(size, self.emu.vdi_size(name), text)
         out, err = self.assertDog(['vdi', 'create', 'bad', '1X'], code=64)
         self.assertIn("Invalid size '1X'", err)
+        self.assertTrue(out.startswith(b'Usage: dog vdi create'))
         self.assertFalse(self.emu.vdi_exists('bad'))
 
 
@@ -226,6 +232,19 @@ class TestVdiLifecycle(EmulatorTestCase):
         # dog exits 0 even when there was nothing to delete.
         out, err = self.assertDog(['vdi', 'delete', 'img1'])
         self.assertEqual('Failed to open VDI img1 (snapshot id: 0 snapshot '
+                         'tag: ): No VDI found\n', err)
+
+    def test_snapshot_of_an_image_without_snapshots(self):
+        self.assertDog(['vdi', 'create', 'img1', '1M'])
+        out, err = self.assertDog(['vdi', 'read', '-s', '1', 'img1'], code=1)
+        self.assertEqual('Failed to open VDI img1 (snapshot id: 1 snapshot '
+                         'tag: ): Failed to find requested tag\n', err)
+        out, err = self.assertDog(['vdi', 'delete', '-s', 'tag', 'img1'])
+        self.assertEqual('Failed to open VDI img1 (snapshot id: 0 snapshot '
+                         'tag: tag): Failed to find requested tag\n', err)
+        self.assertTrue(self.emu.vdi_exists('img1'))
+        out, err = self.assertDog(['vdi', 'read', '-s', '1', 'nope'], code=1)
+        self.assertEqual('Failed to open VDI nope (snapshot id: 1 snapshot '
                          'tag: ): No VDI found\n', err)
 
     def test_resize(self):
@@ -404,8 +423,9 @@ class TestClusterAddress(EmulatorTestCase):
     def test_other_port_is_another_cluster(self):
         self.assertDog(['vdi', 'create', 'img', '1M'])
         out, err = self.assertDog(['vdi', 'list', '-p', '7001'], code=2)
-        self.assertEqual('failed to connect to 127.0.0.1:7001: Connection '
-                         'refused\n', err)
+        # dog tries twice: a cached connection, then a short one.
+        self.assertEqual(2 * ('failed to connect to 127.0.0.1:7001: '
+                              'Connection refused\n'), err)
 
 
 class TestDaemonDown(EmulatorTestCase):
@@ -414,13 +434,18 @@ class TestDaemonDown(EmulatorTestCase):
         super(TestDaemonDown, self).setUp()
         self.emu.create_vdi('img', b'data')
         self.emu.stop()
-        self.refused = ('failed to connect to 127.0.0.1:7000: Connection '
-                        'refused\n')
+        # dog tries twice: a cached connection, then a short one.
+        self.refused = 2 * ('failed to connect to 127.0.0.1:7000: '
+                            'Connection refused\n')
 
     def test_list_and_create_exit_2(self):
         out, err = self.assertDog(['vdi', 'list', '-r', 'img'], code=2)
         self.assertEqual(self.refused, err)
         self.assertEqual(b'', out)
+        # Without -r, dog prints its header before it connects.
+        out, err = self.assertDog(['vdi', 'list', 'img'], code=2)
+        self.assertTrue(out.startswith(b'  Name        Id    Size'))
+        self.assertEqual(self.refused, err)
         out, err = self.assertDog(['vdi', 'create', 'new', '1M'], code=2)
         self.assertTrue(err.startswith(self.refused))
         self.assertFalse(self.emu.vdi_exists('new'))
