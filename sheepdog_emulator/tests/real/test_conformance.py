@@ -35,6 +35,7 @@ from oslotest import base
 
 from fastpath_integration.harness import sheepdog
 from glance_store_fastsheep.tests import emulator_fixture
+from glance_store_fastsheep.tests.real.base import REQUIRE_VARIABLE
 from sheepdog_emulator import cluster
 
 ADDRESS = '127.0.0.1'
@@ -67,9 +68,12 @@ class ConformanceTestCase(base.BaseTestCase):
         available = sheepdog.available()
         super(ConformanceTestCase, self).setUp()
         if not available:
+            if os.environ.get(REQUIRE_VARIABLE):
+                self.fail('%s is set but %s' % (REQUIRE_VARIABLE,
+                                                sheepdog.SKIP_REASON))
             self.skipTest('the emulator was not compared with a real dog: '
-                          '%s; tox -e functional and tox -e py27 run this '
-                          'where tools/build-sheepdog.sh finds sheepdog'
+                          '%s; tox -e real and tox -e py27 run this where '
+                          'tools/build-sheepdog.sh finds sheepdog'
                           % sheepdog.SKIP_REASON)
         for name in ['SHEEPDOG_DOG_ADDR', 'SHEEPDOG_DOG_PORT'] + [
                 'SHEEPDOG_EMULATOR_' + knob.upper()
