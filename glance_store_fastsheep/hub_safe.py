@@ -17,12 +17,22 @@ blocks the OS thread is correct in the second case and freezes every
 request in the first (the hub never runs). The decision is made per call,
 not at import time, because glance may import this module before it
 monkey-patches.
+
+Deadlines are taken from ``oslo_utils.timeutils.now()``, a monotonic
+clock on every interpreter (the ``monotonic`` package on Python 2.7, as
+in Pike's oslo.utils 3.28.4; ``time.monotonic`` on Python 3), so a step
+of the wall clock (NTP, a VM resumed) neither fires a timeout early nor
+holds a dead child open. Under Pike's eventlet 0.20.0 the hub's own
+timers (``trampoline`` timeouts, ``eventlet.sleep``) still follow the
+wall clock; eventlet 0.21.0 moved them to a monotonic clock.
 """
 
 import errno
 import select
 import sys
 import time
+
+from oslo_utils import timeutils
 
 
 class Timeout(Exception):
@@ -34,7 +44,13 @@ def _eventlet():
 
 
 def is_green():
-    """True when greenthreads share this OS thread (eventlet patched)."""
+    """True when greenthreads share this OS thread (eventlet patched).
+
+    What ``oslo_utils.eventletutils.is_monkey_patched('thread')`` answers,
+    asked of eventlet directly: that module imports eventlet as it loads
+    (into threaded glance-api processes that never use it), and oslo.utils
+    8.1.0 deprecated it for removal, warning on every import.
+    """
     eventlet = _eventlet()
     if eventlet is None:
         return False
@@ -197,13 +213,13 @@ def wait_process(proc, timeout):
     hold the hub. A child that has just closed its pipe is usually gone
     already, so the first poll answers.
     """
-    deadline = time.time() + timeout
+    deadline = timeutils.now() + timeout
     interval = 0.0005
     while True:
         status = proc.poll()
         if status is not None:
             return status
-        if time.time() >= deadline:
+        if timeutils.now() >= deadline:
             raise Timeout('process %s still running after %ss'
                           % (proc.pid, timeout))
         sleep(interval)
@@ -227,8 +243,8 @@ def kill_and_reap(proc, grace=5.0):
     except OSError:
         pass
     nap = _real_sleep()
-    deadline = time.time() + grace
-    while time.time() < deadline:
+    deadline = timeutils.now() + grace
+    while timeutils.now() < deadline:
         status = proc.poll()
         if status is not None:
             return status

@@ -22,7 +22,6 @@ the installed glance_store has.
 """
 
 import hashlib
-import time
 
 from glance_store import capabilities
 from glance_store.common import utils
@@ -32,6 +31,7 @@ from glance_store import location
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_utils import excutils
+from oslo_utils import timeutils
 from oslo_utils import units
 
 from glance_store_fastsheep import dog_command
@@ -310,7 +310,7 @@ class Store(driver.Store):
         uploader = upload.Uploader(current, current.address, current.port,
                                    name)
         source = upload.Source(image_file)
-        started = time.time()
+        started = timeutils.now()
         try:
             if image_size and image_size > 0:
                 written = uploader.write_known(source, digest, image_size)
@@ -328,7 +328,7 @@ class Store(driver.Store):
                 uploader.abort()
                 if uploader.created:
                     self._delete_partial(current, name)
-        elapsed = max(time.time() - started, 1e-6)
+        elapsed = max(timeutils.now() - started, 1e-6)
         LOG.info('Stored image %s in sheepdog at %s:%d: %d bytes in %.2fs '
                  '(%.1f MB/s)', name, current.address, current.port,
                  written, elapsed, written / elapsed / 1e6)

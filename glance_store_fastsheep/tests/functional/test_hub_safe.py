@@ -9,10 +9,14 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""hub_safe.InOrder under the mode of the pass (threads, or eventlet)."""
+"""hub_safe under the mode of the pass (threads, or eventlet)."""
 
 import gc
+import signal
+import subprocess
+import time
 
+import fixtures
 from oslotest import base as test_base
 
 from glance_store_fastsheep import hub_safe
@@ -92,3 +96,69 @@ class InOrderTest(test_base.BaseTestCase):
             self.assertRaises(Boom, jobs.start, fail)
         jobs.settle()
         self.assertEqual(self.before, _live_greenthreads())
+
+
+def stepping_wall_clock(step):
+    """A time.time() that moves by step seconds more at every call.
+
+    A wall clock stepped by NTP or a VM resume, made certain: whatever
+    else reads the wall clock meanwhile, any two readings of a waiting
+    loop lie more than step apart (ahead for step > 0, behind for < 0).
+    """
+    real = time.time
+    calls = [0]
+
+    def wall():
+        calls[0] += 1
+        return real() + step * calls[0]
+    return wall
+
+
+class WallClockTest(test_base.BaseTestCase):
+    """The waits behind sheepdog_store_transfer_timeout ignore the wall clock.
+
+    A transfer's child is waited on with hub_safe.wait_process (its exit
+    after the last byte) and reaped with kill_and_reap; both take their
+    deadlines from a monotonic clock. Each test moves the wall clock an
+    hour per reading and shows the timeout neither fires early nor late.
+    """
+
+    def child(self, seconds):
+        proc = subprocess.Popen(['sleep', str(seconds)])
+        self.addCleanup(self._reap, proc)
+        return proc
+
+    @staticmethod
+    def _reap(proc):
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def step_wall_clock(self, step):
+        # Added after the children's clean-ups: undone before they run.
+        self.useFixture(fixtures.MonkeyPatch('time.time',
+                                             stepping_wall_clock(step)))
+
+    def test_wall_clock_ahead_fires_no_early_timeout(self):
+        proc = self.child(0.3)
+        self.step_wall_clock(3600)
+        # A wall-clock deadline would have passed at the first poll.
+        self.assertEqual(0, hub_safe.wait_process(proc, timeout=60))
+
+    def test_wall_clock_behind_holds_no_child_open(self):
+        # The child outlives the timeout by far; a wall-clock deadline
+        # would never come, and the wait would end only with the child,
+        # returning its status instead of raising.
+        proc = self.child(30)
+        self.step_wall_clock(-3600)
+        self.assertRaises(hub_safe.Timeout, hub_safe.wait_process, proc,
+                          timeout=0.5)
+        self.assertIsNone(proc.poll())
+
+    def test_wall_clock_ahead_leaves_the_reaping_to_its_grace(self):
+        proc = self.child(30)
+        self.step_wall_clock(3600)
+        # A wall-clock grace would have ended before the first poll and
+        # left the killed child unreaped (None).
+        self.assertEqual(-signal.SIGKILL,
+                         hub_safe.kill_and_reap(proc, grace=60))
