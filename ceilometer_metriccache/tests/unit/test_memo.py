@@ -11,9 +11,85 @@
 # under the License.
 import threading
 
+import cachetools
+import fixtures
 import testtools
 
 from ceilometer_metriccache import memo
+
+# How long the first thread stays inside the cache waiting for a second
+# one, once that one is on its way. Without the memo's lock the second
+# one is there within a few bytecodes; with it the wait runs out.
+HOLD = 1.0
+
+
+class Crossing(object):
+    """Counts the threads inside one LRUCache at a time.
+
+    The thread set as ``holder`` stops inside its first cache operation
+    until a second thread enters one too, or HOLD seconds after that
+    thread said it was on its way (``coming``). A thread re-entering
+    (an eviction's pop inside a set) counts once.
+    """
+
+    def __init__(self):
+        self.holder = None
+        self.coming = threading.Event()
+        self.held = threading.Event()
+        self.joined = threading.Event()
+        self.most = 0
+        self._depth = {}
+        self._guard = threading.Lock()
+
+    def enter(self):
+        me = threading.current_thread()
+        with self._guard:
+            self._depth[me] = self._depth.get(me, 0) + 1
+            inside = len(self._depth)
+            self.most = max(self.most, inside)
+            if inside > 1:
+                self.joined.set()
+            hold = me is self.holder and not self.held.is_set()
+        if hold:
+            self.held.set()
+            self.coming.wait(60)
+            self.joined.wait(HOLD)
+
+    def leave(self):
+        me = threading.current_thread()
+        with self._guard:
+            self._depth[me] -= 1
+            if not self._depth[me]:
+                del self._depth[me]
+
+
+def crossing_lru(crossing):
+    """An LRUCache class whose every operation is seen by crossing."""
+    base = cachetools.LRUCache
+
+    class CrossingLRU(base):
+        def __contains__(self, key):
+            crossing.enter()
+            try:
+                return super(CrossingLRU, self).__contains__(key)
+            finally:
+                crossing.leave()
+
+        def __getitem__(self, key):
+            crossing.enter()
+            try:
+                return super(CrossingLRU, self).__getitem__(key)
+            finally:
+                crossing.leave()
+
+        def __setitem__(self, key, value):
+            crossing.enter()
+            try:
+                super(CrossingLRU, self).__setitem__(key, value)
+            finally:
+                crossing.leave()
+
+    return CrossingLRU
 
 
 class TestBoundedMemo(testtools.TestCase):
@@ -98,6 +174,40 @@ class TestBoundedMemo(testtools.TestCase):
             thread.join()
         self.assertEqual(sorted('metric.%d' % i for i in range(40)),
                          sorted(missing))
+
+    def most_threads_inside(self, operation):
+        """Most threads at once in the cache: operation against a put."""
+        crossing = Crossing()
+        self.useFixture(fixtures.MonkeyPatch('cachetools.LRUCache',
+                                             crossing_lru(crossing)))
+        m = memo.BoundedMemo(4)
+        m.put('a', 1)
+        first = threading.Thread(target=operation, args=(m,))
+        crossing.holder = first
+        first.start()
+        self.assertTrue(crossing.held.wait(60))
+
+        def put():
+            crossing.coming.set()
+            m.put('b', 2)
+        second = threading.Thread(target=put)
+        second.start()
+        first.join()
+        second.join()
+        return crossing.most
+
+    def test_one_thread_at_a_time_in_the_cache(self):
+        """Each operation holds the cache alone while a put waits.
+
+        The first thread is stopped inside the LRUCache (a read reorders
+        it, so no operation is harmless) while a second thread puts:
+        with the lock the put waits outside; without it both are inside
+        at once, every time, whatever the scheduler does.
+        """
+        for name, operation in (('get', lambda m: m.get('a')),
+                                ('put', lambda m: m.put('c', 3)),
+                                ('in', lambda m: 'a' in m)):
+            self.assertEqual(1, self.most_threads_inside(operation), name)
 
     def test_thread_safe(self):
         m = memo.BoundedMemo(20)
