@@ -12,9 +12,23 @@
 
 import glance_store
 from oslo_config import cfg
+from oslo_utils import importutils
 from oslotest import base
+import testtools
 
 from glance_store_fastsheep import opts
+
+# Pike's glance_store (0.22.0) has the in-tree sheepdog driver; current
+# glance_store (Ussuri and later) has none.
+IN_TREE = importutils.try_import('glance_store._drivers.sheepdog')
+NO_IN_TREE = ('this glance_store has no in-tree sheepdog driver (removed '
+              'in Ussuri); tox -e py27 and tox -e pike run this test on '
+              'glance_store 0.22.0')
+WITH_IN_TREE = ('this glance_store has the in-tree sheepdog driver; '
+                'tox -e py3 runs this test on current glance_store')
+# The in-tree options Pike's sheepdog driver has in every tree.
+PIKE_SHARED = ('sheepdog_store_address', 'sheepdog_store_port',
+               'sheepdog_store_chunk_size')
 
 
 class TestOptionRegistration(base.BaseTestCase):
@@ -31,11 +45,23 @@ class TestOptionRegistration(base.BaseTestCase):
         self.assertEqual(7000, conf.glance_store.sheepdog_store_port)
         self.assertEqual(64, conf.glance_store.sheepdog_store_chunk_size)
 
+    @testtools.skipIf(IN_TREE is None, NO_IN_TREE)
     def test_in_tree_option_objects_are_shared(self):
-        in_tree = opts._in_tree_options()
+        in_tree = dict((opt.dest, opt) for opt in opts._in_tree_options())
         own = dict((opt.dest, opt) for opt in opts.SHEEPDOG_OPTS)
-        for opt in in_tree:
-            self.assertIs(opt, own[opt.dest])
+        shared = [name for name in opts.SHARED_OPTION_NAMES
+                  if name in in_tree]
+        self.assertEqual([], [n for n in PIKE_SHARED if n not in shared])
+        for name in shared:
+            self.assertIs(in_tree[name], own[name], name)
+
+    @testtools.skipIf(IN_TREE is not None, WITH_IN_TREE)
+    def test_without_in_tree_driver_every_option_is_ours(self):
+        self.assertEqual([], opts._in_tree_options())
+        own = dict((opt.dest, opt) for opt in opts.SHEEPDOG_OPTS)
+        for name in opts.SHARED_OPTION_NAMES:
+            # This module's help, in the layout TestOptionHelp checks.
+            self.assertIn('Possible values:', own[name].help, name)
 
     def test_share_options_replaces_only_same_names(self):
         ours = [cfg.IntOpt('sheepdog_store_port', default=7000, help='a'),
@@ -81,19 +107,28 @@ class TestSharedOptions(base.BaseTestCase):
                  'sheepdog_store_chunk_size', 'sheepdog_store_read_size']),
             set(opts.SHARED_OPTION_NAMES))
 
+    EXPECTED_DEFAULTS = {
+        'sheepdog_store_address': opts.DEFAULT_ADDR,
+        'sheepdog_store_port': opts.DEFAULT_PORT,
+        'sheepdog_store_chunk_size': opts.DEFAULT_CHUNK_SIZE,
+        'sheepdog_store_read_size': opts.DEFAULT_READ_SIZE}
+
+    def test_shared_defaults_are_the_documented_ones(self):
+        own = dict((opt.dest, opt.default) for opt in opts.SHEEPDOG_OPTS)
+        self.assertEqual(self.EXPECTED_DEFAULTS,
+                         dict((name, own[name])
+                              for name in self.EXPECTED_DEFAULTS))
+
+    @testtools.skipIf(IN_TREE is None, NO_IN_TREE)
     def test_in_tree_defaults_are_ours(self):
         # One default per option: whichever object glance_store
         # registers first, an operator gets the documented default.
-        expected = {'sheepdog_store_address': opts.DEFAULT_ADDR,
-                    'sheepdog_store_port': opts.DEFAULT_PORT,
-                    'sheepdog_store_chunk_size': opts.DEFAULT_CHUNK_SIZE,
-                    'sheepdog_store_read_size': opts.DEFAULT_READ_SIZE}
-        for opt in opts._in_tree_options():
-            if opt.dest in expected:
-                self.assertEqual(expected[opt.dest], opt.default, opt.dest)
-        for opt in opts.SHEEPDOG_OPTS:
-            if opt.dest in expected:
-                self.assertEqual(expected[opt.dest], opt.default, opt.dest)
+        in_tree = dict((opt.dest, opt.default)
+                       for opt in opts._in_tree_options()
+                       if opt.dest in self.EXPECTED_DEFAULTS)
+        self.assertEqual([], [n for n in PIKE_SHARED if n not in in_tree])
+        for name, default in in_tree.items():
+            self.assertEqual(self.EXPECTED_DEFAULTS[name], default, name)
 
 
 class TestOptionHelp(base.BaseTestCase):
@@ -104,6 +139,9 @@ class TestOptionHelp(base.BaseTestCase):
         own = [opt for opt in opts.SHEEPDOG_OPTS
                if opt.dest not in opts.SHARED_OPTION_NAMES or
                not opts._in_tree_options()]
+        self.assertLessEqual(
+            len(opts.SHEEPDOG_OPTS) - len(opts.SHARED_OPTION_NAMES),
+            len(own))
         for opt in own:
             if opt.dest in ('sheepdog_store_read_concurrency',
                             'sheepdog_store_read_window'):
