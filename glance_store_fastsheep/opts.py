@@ -18,6 +18,14 @@ and defaults, so an existing ``[glance_store]`` section keeps working when
 an operator switches ``stores = sheepdog`` to ``stores = fastsheep``.
 Where glance_store has them, those four are the in-tree option objects
 themselves (see ``share_options``); every other option is this driver's.
+
+To add an option: append it to SHEEPDOG_OPTS (its default as a DEFAULT_
+constant when code elsewhere uses it), with help in the layout below,
+which test_opts checks: what it does, the rule for choosing it, then
+"Possible values:" and "Related options:"; no measured figures (they
+live in doc/source/fastsheep.rst). Then describe it in that file's
+Options section and regenerate both etc/ samples (the commands are
+there; test_opts fails until they match).
 """
 
 from oslo_config import cfg
@@ -165,33 +173,26 @@ Related options:
     cfg.IntOpt('sheepdog_store_read_concurrency',
                min=1,
                default=DEFAULT_READ_CONCURRENCY,
-               help="""Most ``dog vdi read`` processes per download at once.
+               help="""
+Most ``dog vdi read`` processes one download runs at once.
 
-With more than 1, a download longer than one window starts with one
-``dog vdi read`` for the whole range and adds readers only while one
-more pays: the consumer waits for bytes, the readers wait on ``dog``, and
-the last reader added raised the read rate. The first reader is then cut
-at a window boundary and the rest is read in windows of
-``sheepdog_store_read_window`` MiB aligned to the 4 MiB objects, by up
-to this many processes at once; bytes are yielded in order, every range
-checked byte for byte. Memory grows to at most this many windows per
+With 1, a download is one ``dog vdi read`` for the whole range. With
+more, a download longer than one window starts with that one process
+and adds readers only while one more pays: the consumer waits for
+bytes, the readers wait on ``dog``, and the last reader added raised
+the read rate. The rest of the range is then read in windows of
+``sheepdog_store_read_window`` MiB by up to this many processes at
+once; bytes are yielded in order and every window is checked byte for
+byte. Every ``dog vdi read`` looks the VDI up and reads its 4 MiB inode
+object before the first data byte, so more readers gain only where
+each object costs the cluster a round trip (a cold cache, a loaded or
+remote cluster). Memory grows to at most this many windows per
 download.
 
-Cost model: every ``dog vdi read`` connects, looks the VDI up and reads
-the whole inode object, a little over 4 MiB (dog/vdi.c reads
-SD_INODE_SIZE), before its first data byte, so each window pays a
-process start, a lookup and a 4 MiB read. More readers gain only where
-each object costs a round trip (a cold cache, a loaded or remote
-cluster). Measured on a 1-node sheepdog 1.0 cluster on this kind of
-machine (1 GiB image, MB/s, hot page cache / caches dropped): one
-reader 595-661 / 399-451; 4 readers over 16 MiB windows 499-516 /
-457-482 (slower than one reader on a hot cache); 4 readers over 64 MiB
-windows 659 / 582-631.
-
-Rule: keep windows at 64 MiB or more, so that the inode read adds at
-most about 6% per window, and set this to the number of readers the
-cluster serves at once (4 for a small cluster); 1 gives the plain
-one-process stream and the least memory.
+Set it to the number of readers the cluster serves at once for one
+download; set 1 for the least memory, for instance on a glance-api that
+already serves many downloads at once. The documentation's Read-ahead
+section has measured figures.
 
 Possible values:
     * 1: one ``dog vdi read`` per download, holding about three
@@ -200,29 +201,34 @@ Possible values:
       download
 
 Related options:
-    * ``sheepdog_store_read_window``
-    * ``sheepdog_store_read_size``"""),
+    * sheepdog_store_read_window
+    * sheepdog_store_readahead_budget
+    * sheepdog_store_read_size
+"""),
     cfg.IntOpt('sheepdog_store_read_window',
                min=4,
                default=DEFAULT_READ_WINDOW,
-               help="""Size, in MiB, of one read-ahead window.
+               help="""
+Size, in MiB, of one read-ahead window.
 
-Used when ``sheepdog_store_read_concurrency`` is more than 1, rounded up
-to a multiple of the 4 MiB object size. Each window is read by one
-``dog vdi read`` process, which looks the VDI up and reads the 4 MiB
-inode object before its first data byte: 16 MiB windows read 25% more
-than the image, 64 MiB windows about 6%. Measured on a 1-node sheepdog
-1.0 cluster on this kind of machine with 4 readers and a hot page cache,
-16 MiB windows ran at 499-516 MB/s and 64 MiB windows at 659, against
-595-661 for one reader. Larger windows start fewer processes; smaller
-ones lower the memory bound (concurrency x window per download).
+Used when ``sheepdog_store_read_concurrency`` is more than 1; rounded up
+to a multiple of the 4 MiB sheepdog object size, with a warning. Each
+window is read by one ``dog vdi read`` process, which looks the VDI up
+and reads the 4 MiB inode object before its first data byte: a window
+of W MiB reads 4/W more than its data (25% at 16 MiB, about 6% at 64).
+Larger windows start fewer processes; smaller ones lower the memory
+bound, which is read concurrency times window per download.
+
+Keep it at 64 or more, so that the inode read stays a few percent of a
+window; lower it only to bound the memory of a download.
 
 Possible values:
-    * An integer of at least 4; 64 or more keeps the per-process cost
-      small
+    * An integer of at least 4 (MiB)
 
 Related options:
-    * ``sheepdog_store_read_concurrency``"""),
+    * sheepdog_store_read_concurrency
+    * sheepdog_store_readahead_budget
+"""),
     cfg.IntOpt('sheepdog_store_readahead_budget',
                min=0,
                default=DEFAULT_READAHEAD_BUDGET,
