@@ -46,6 +46,8 @@ DEFAULT_WRITE_CONCURRENCY = 8
 DEFAULT_READ_CONCURRENCY = 4
 DEFAULT_READ_WINDOW = 64
 DEFAULT_READAHEAD_BUDGET = 256
+READERS = ('dog', 'native')
+DEFAULT_READER = 'dog'
 
 # The in-tree driver's options that this driver shares, by name: the
 # three of Pike's sheepdog driver and the read size that
@@ -260,6 +262,35 @@ Related options:
     * ``sheepdog_store_read_concurrency``
     * ``sheepdog_store_read_window``
     * ``sheepdog_store_read_size``
+"""),
+    cfg.StrOpt('sheepdog_store_reader',
+               default=DEFAULT_READER,
+               choices=READERS,
+               help="""
+How downloads read an image from sheepdog.
+
+``dog`` runs ``dog vdi read`` processes (with read-ahead as
+``sheepdog_store_read_concurrency`` says). ``native`` speaks sheep's own
+client protocol over one TCP connection to the sheep of the image's
+location and keeps several object reads in flight: no process per
+download, and only the inode entries of the range are read. Before the
+first byte, a cluster that answers in another protocol version or with
+a result code the reader does not know is logged once and that download
+uses ``dog`` instead. Uploads, deletes and size lookups always use
+``dog``.
+
+Rule: ``native`` where glance-api reaches the sheep of its locations
+directly (sheepdog 1.0's protocol, version 0x02); ``dog`` where only the
+CLI is known to work, for example through a wrapper command.
+
+Possible values:
+    * dog: ``dog vdi read`` processes
+    * native: sheep's protocol, ``dog`` as the fallback
+
+Related options:
+    * sheepdog_store_read_size
+    * sheepdog_store_read_concurrency
+    * sheepdog_store_transfer_timeout
 """),
     cfg.StrOpt('sheepdog_store_command',
                default=dog_command.DEFAULT_COMMAND,

@@ -76,6 +76,7 @@ class Settings(object):
                                  units.Mi)
         self.command_timeout = group.sheepdog_store_command_timeout
         self.transfer_timeout = group.sheepdog_store_transfer_timeout
+        self.reader = group.sheepdog_store_reader
         configured = group.sheepdog_store_command
         command = dog_command.find_command(configured)
         if command is None:

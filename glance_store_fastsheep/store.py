@@ -36,6 +36,7 @@ from oslo_utils import units
 
 from glance_store_fastsheep import dog_command
 from glance_store_fastsheep import download
+from glance_store_fastsheep import native_read
 from glance_store_fastsheep import opts
 from glance_store_fastsheep import readahead
 from glance_store_fastsheep import settings as settings_mod
@@ -248,6 +249,11 @@ class Store(driver.Store):
         stream_class = download.ReadStream
         if current.read_concurrency > 1 and length > current.read_window:
             stream_class = readahead.ReadAheadStream
+        if current.reader == 'native':
+            return (native_read.NativeStream(
+                current, loc.addr, loc.port, loc.image, offset, length,
+                lambda: stream_class(current, loc.addr, loc.port, loc.image,
+                                     offset, length)), length)
         return (stream_class(current, loc.addr, loc.port, loc.image, offset,
                              length), length)
 

@@ -1,0 +1,286 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A fake sheep for unit tests of the native reader: the wire, no more.
+
+Serves GET_VDI_INFO and READ_OBJ of images held in memory, on a
+loopback port, one thread per connection. The requests that arrive
+together are answered in reverse order, so a reader that assumes
+responses in request order fails. ``fault`` injects one misbehaviour at
+the n-th READ_OBJ of data. The real-cluster suite (tests/real) checks
+the same reader against sheepdog 1.0.1 itself.
+"""
+
+import select
+import socket
+import struct
+import threading
+
+from glance_store_fastsheep import sheep_proto as proto
+
+INODE_TABLE_END = (proto.INODE_DATA_INDEX_OFFSET +
+                   4 * proto.INODE_DATA_INDEX_ENTRIES)
+
+
+class Image(object):
+    def __init__(self, name, vid, size, block_size_shift, table):
+        self.name = name
+        self.vid = vid
+        self.size = size
+        self.block_size_shift = block_size_shift
+        self.table = table  # object index -> owner vid (0: hole)
+        self.store_policy = 0
+
+    def inode_bytes(self, offset, length):
+        """length bytes at offset of the inode object, built on demand."""
+        fields = proto.pack_inode_fields(self.name, self.size, self.vid,
+                                         0, self.block_size_shift,
+                                         self.store_policy)
+        out = bytearray(length)
+        for pos in range(offset, offset + length):
+            if pos < len(fields):
+                out[pos - offset] = bytearray(fields[pos:pos + 1])[0]
+        first = max(offset, proto.INODE_DATA_INDEX_OFFSET)
+        end = min(offset + length, INODE_TABLE_END)
+        pos = first
+        while pos < end:
+            entry = (pos - proto.INODE_DATA_INDEX_OFFSET) // 4
+            raw = struct.pack('<I', self.table.get(entry, 0))
+            byte = (pos - proto.INODE_DATA_INDEX_OFFSET) % 4
+            out[pos - offset] = bytearray(raw)[byte]
+            pos += 1
+        return bytes(out)
+
+
+class FakeSheep(object):
+    """A listening fake sheep; ``close()`` stops it and its threads."""
+
+    def __init__(self):
+        self.images = {}  # (name, snapid) -> Image
+        self.by_vid = {}
+        self.objects = {}  # data oid -> bytes
+        self.next_vid = 0x10
+        self.fault = None  # (n-th data READ_OBJ, kind, argument)
+        # A result GET_VDI_INFO answers instead of the lookup's own.
+        self.lookup_result = None
+        self.max_batch = 0
+        self.reads = 0
+        self.requests = []  # (opcode, oid, offset, length)
+        self.closed_connections = 0
+        self.connections = []
+        self.lock = threading.Lock()
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(('127.0.0.1', 0))
+        self.listener.listen(8)
+        self.port = self.listener.getsockname()[1]
+        self._stop = False
+        self._threads = []
+        accept = threading.Thread(target=self._accept)
+        accept.daemon = True
+        accept.start()
+        self._threads.append(accept)
+
+    # -- images -------------------------------------------------------
+
+    def add_image(self, name, data, block_size_shift=16, snapid=0):
+        """Store data as an image; all-zero objects become holes."""
+        object_size = 1 << block_size_shift
+        objects = {}
+        for index in range(0, (len(data) + object_size - 1) // object_size):
+            chunk = data[index * object_size:(index + 1) * object_size]
+            if chunk.strip(b'\0'):
+                objects[index] = chunk
+        return self._add(name, len(data), block_size_shift, snapid, {},
+                         objects)
+
+    def add_clone(self, name, parent, writes, snapid=0):
+        """A clone of parent (an Image) with its own objects in writes.
+
+        writes maps an object index to that object's new bytes; every
+        other object stays the parent's.
+        """
+        return self._add(name, parent.size, parent.block_size_shift, snapid,
+                         dict(parent.table), writes)
+
+    def _add(self, name, size, block_size_shift, snapid, table, objects):
+        vid = self.next_vid
+        self.next_vid += 1
+        object_size = 1 << block_size_shift
+        for index, chunk in objects.items():
+            self.objects[proto.data_oid(vid, index)] = chunk.ljust(
+                object_size, b'\0')
+            table[index] = vid
+        image = Image(name, vid, size, block_size_shift, table)
+        self.images[(name, snapid)] = image
+        self.by_vid[vid] = image
+        return image
+
+    # -- serving ------------------------------------------------------
+
+    def close(self):
+        self._stop = True
+        try:
+            self.listener.close()
+        except socket.error:
+            pass
+        for conn in list(self.connections):
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except socket.error:
+                pass
+        for thread in self._threads:
+            thread.join(5)
+
+    def _accept(self):
+        while not self._stop:
+            try:
+                ready = select.select([self.listener], [], [], 0.05)[0]
+                if not ready:
+                    continue
+                conn, _addr = self.listener.accept()
+            except (socket.error, ValueError):
+                return
+            self.connections.append(conn)
+            thread = threading.Thread(target=self._serve, args=(conn,))
+            thread.daemon = True
+            thread.start()
+            self._threads.append(thread)
+
+    @staticmethod
+    def _recv_exact(conn, size):
+        data = b''
+        while len(data) < size:
+            chunk = conn.recv(size - len(data))
+            if not chunk:
+                return None
+            data += chunk
+        return data
+
+    def _serve(self, conn):
+        try:
+            while not self._stop:
+                batch = []
+                while True:
+                    timeout = 0.005 if batch else 0.05
+                    if not select.select([conn], [], [], timeout)[0]:
+                        if batch or self._stop:
+                            break
+                        continue
+                    header = self._recv_exact(conn, proto.HEADER_SIZE)
+                    if header is None:
+                        return
+                    opcode, req_id, length, oid, offset, snapid = (
+                        proto.unpack_request(header))
+                    data = b''
+                    if opcode == proto.OP_GET_VDI_INFO:
+                        data = self._recv_exact(conn, length)
+                        if data is None:
+                            return
+                    batch.append((opcode, req_id, length, oid, offset,
+                                  snapid, data))
+                self.max_batch = max(self.max_batch, len(batch))
+                for request in reversed(batch):
+                    if not self._answer(conn, *request):
+                        return
+        finally:
+            with self.lock:
+                self.closed_connections += 1
+            conn.close()
+
+    def _answer(self, conn, opcode, req_id, length, oid, offset, snapid,
+                data):
+        with self.lock:
+            self.requests.append((opcode, oid, offset, length))
+        if opcode == proto.OP_GET_VDI_INFO:
+            name = data[:proto.MAX_VDI_LEN].rstrip(b'\0').decode('utf-8')
+            image = self.images.get((name, snapid))
+            if self.lookup_result is not None:
+                conn.sendall(proto.pack_response(req_id, opcode,
+                                                 self.lookup_result))
+            elif image is None:
+                conn.sendall(proto.pack_response(req_id, opcode,
+                                                 proto.NO_VDI))
+            else:
+                conn.sendall(proto.pack_response(req_id, opcode,
+                                                 proto.SUCCESS,
+                                                 vdi_id=image.vid))
+            return True
+        if oid & proto.VDI_BIT:
+            image = self.by_vid.get((oid >> 32) & 0xffffff)
+            if image is None:
+                conn.sendall(proto.pack_response(req_id, opcode,
+                                                 proto.NO_OBJ))
+                return True
+            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
+                                             length) +
+                         image.inode_bytes(offset, length))
+            return True
+        with self.lock:
+            self.reads += 1
+            nth = self.reads
+        body = self.objects.get(oid)
+        fault = self.fault
+        if fault is not None and fault[0] == nth:
+            return self._misbehave(conn, fault[1], fault[2], req_id, opcode,
+                                   length, body, offset)
+        if body is None:
+            conn.sendall(proto.pack_response(req_id, opcode, proto.NO_OBJ))
+            return True
+        conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
+                                         length) +
+                     body[offset:offset + length])
+        return True
+
+    def _misbehave(self, conn, kind, argument, req_id, opcode, length, body,
+                   offset):
+        """Send fault kind instead of the answer; False ends the session."""
+        data = body[offset:offset + length]
+        if kind == 'reset':
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                            struct.pack('ii', 1, 0))
+            return False
+        if kind == 'short_header':
+            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
+                                             length)[:20])
+            return False
+        if kind == 'garbage':
+            conn.sendall(b'\xa5' * proto.HEADER_SIZE)
+            return True
+        if kind == 'longer':
+            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
+                                             length + argument) +
+                         data + b'\x01' * argument)
+            return True
+        if kind == 'huge':
+            # A length no reader may allocate; nothing follows.
+            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
+                                             0xffffffff))
+            return True
+        if kind == 'wrong_id':
+            conn.sendall(proto.pack_response(req_id + argument, opcode,
+                                             proto.SUCCESS, length) + data)
+            return True
+        if kind == 'version':
+            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
+                                             length, proto_ver=argument) +
+                         data)
+            return True
+        if kind == 'result':
+            conn.sendall(proto.pack_response(req_id, opcode, argument))
+            return True
+        if kind == 'truncate':
+            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
+                                             length) + data[:argument])
+            return False
+        if kind == 'stall':
+            return True
+        raise ValueError('unknown fault %s' % kind)
