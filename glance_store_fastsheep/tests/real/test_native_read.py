@@ -45,8 +45,16 @@ class Settings(object):
     transfer_timeout = 20.0
 
 
+try:
+    from glance_store._drivers import sheepdog as pike_sheepdog
+except ImportError:
+    pike_sheepdog = None
+
+
 def _cluster(nodes, copies):
-    cluster = sheepdog.SheepdogCluster(nodes=nodes, copies=copies)
+    # On PATH: Pike's in-tree driver runs a bare `collie`.
+    cluster = sheepdog.SheepdogCluster(nodes=nodes, copies=copies,
+                                       put_on_path=True)
     cluster.setUp()
     return cluster
 
@@ -131,7 +139,7 @@ class ConformanceTest(base.BaseTestCase):
         self.assertSameBytes(base_data[:2 * OBJECT], child[:2 * OBJECT])
         self.assertSameBytes(base_data[4 * OBJECT:], child[4 * OBJECT:])
 
-    def test_written_by_fastsheep_read_through_the_store(self):
+    def store_conf(self):
         conf = cfg.ConfigOpts()
         conf.register_opts(backend._STORE_OPTS, group='glance_store')
         conf([], project='glance')
@@ -141,6 +149,22 @@ class ConformanceTest(base.BaseTestCase):
                 ('sheepdog_store_command', self.cluster.dog_path),
                 ('sheepdog_store_reader', 'native')):
             conf.set_override(name, value, group='glance_store')
+        return conf
+
+    def test_written_by_pike_in_tree_driver(self):
+        if pike_sheepdog is None:
+            self.skipTest('needs the in-tree Pike sheepdog driver '
+                          '(glance_store 0.22.0): runs on `tox -e py27`')
+        pike = pike_sheepdog.Store(self.store_conf())
+        pike.configure(re_raise_bsc=True)
+        data = os.urandom(2 * OBJECT + 3 * 512)
+        pike.add('pike-written', io.BytesIO(data), len(data))
+        self.assertSameBytes(data, self.native('pike-written'))
+        self.assertSameBytes(self.dog_read('pike-written'),
+                             self.native('pike-written'))
+
+    def test_written_by_fastsheep_read_through_the_store(self):
+        conf = self.store_conf()
         sd = store.Store(conf)
         sd.configure(re_raise_bsc=True)
         data = os.urandom(3 * OBJECT + 4096 + 512)

@@ -12,8 +12,11 @@
 """The native reader against a fake sheep: bytes, ranges, faults, fds."""
 
 import gc
+import json
 import os
 import random
+import subprocess
+import sys
 import time
 
 import fixtures
@@ -22,6 +25,7 @@ from oslotest import base
 
 from glance_store_fastsheep import native_read
 from glance_store_fastsheep import sheep_proto as proto
+from glance_store_fastsheep.tests import compat
 from glance_store_fastsheep.tests.unit import base as unit_base
 from glance_store_fastsheep.tests.unit import fake_sheep
 
@@ -368,3 +372,65 @@ class StoreNativeTest(unit_base.StoreTestCase):
         stream.close()
         gc.collect()
         self.assertEqual(fds, open_fds())
+
+
+GREEN_CHILD = '''
+import eventlet
+eventlet.monkey_patch()
+import json, os
+from eventlet.green import socket as green_socket
+from glance_store_fastsheep import native_read
+from glance_store_fastsheep.tests.unit import fake_sheep
+
+class Settings(object):
+    read_size = 16384
+    command_timeout = 5.0
+    transfer_timeout = 5.0
+
+data = os.urandom(40 * (1 << 16) + 77)
+sheep = fake_sheep.FakeSheep()
+sheep.add_image('img', data)
+ticks = [0]
+
+def tick():
+    while True:
+        ticks[0] += 1
+        eventlet.sleep(0)
+
+ticker = eventlet.spawn(tick)
+sockets = []
+real_session = native_read.Session.__init__
+
+def session(self, *args):
+    real_session(self, *args)
+    sockets.append(type(self.sock))
+
+native_read.Session.__init__ = session
+got = b''.join(native_read.read_range(Settings, '127.0.0.1', sheep.port,
+                                      'img', 0, len(data)))
+ticker.kill()
+sheep.close()
+print(json.dumps({'exact': got == data, 'ticks': ticks[0],
+                  'green': [issubclass(s, green_socket.socket)
+                            for s in sockets]}))
+'''
+
+
+class EventletTest(base.BaseTestCase):
+
+    def test_cooperates_with_the_hub_when_monkey_patched(self):
+        """Under monkey-patching the reader's socket is eventlet's.
+
+        The fake sheep's threads are greenthreads of the same OS thread
+        here: a reader that blocked the thread would never be answered.
+        """
+        proc = subprocess.Popen([sys.executable, '-c', GREEN_CHILD],
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        out, err = compat.communicate(proc, 120)
+        self.assertEqual(0, proc.returncode, err.decode('utf-8', 'replace'))
+        report = json.loads(out.decode().strip().splitlines()[-1])
+        self.assertEqual({'exact': True, 'green': [True]},
+                         {'exact': report['exact'],
+                          'green': report['green']})
+        self.assertGreater(report['ticks'], 0)
