@@ -83,7 +83,8 @@ class _Request(object):
     """One request in flight, and where its response data goes."""
 
     __slots__ = ('opcode', 'oid', 'offset', 'length', 'view', 'flags',
-                 'header_data', 'result', 'done', 'deadline', 'pause')
+                 'header_data', 'result', 'vdi_id', 'done', 'deadline',
+                 'pause')
 
     def __init__(self, opcode, oid=0, offset=0, length=0, view=None,
                  flags=0, header_data=None):
@@ -96,6 +97,7 @@ class _Request(object):
         # GET_VDI_INFO: a function of the id giving header + data.
         self.header_data = header_data
         self.result = None
+        self.vdi_id = None  # what GET_VDI_INFO answered
         self.done = False
         self.deadline = None
         self.pause = FIRST_RETRY_PAUSE
@@ -150,8 +152,8 @@ class Session(object):
             sock.close()
 
     def _where(self):
-        return 'sheep at %s:%s (reading %s)' % (self.address, self.port,
-                                                 self.name)
+        return 'sheep at %s:%s (reading %s)' % (
+            self.address, self.port, self.name)
 
     def send(self, requests):
         """Send requests in one write; each gets a fresh id."""
@@ -234,8 +236,7 @@ class Session(object):
             self._receive_into(request.view[:response.data_length],
                                request.describe())
         request.result = response.result
-        if request.opcode == sheep_proto.OP_GET_VDI_INFO:
-            request.offset = response.vdi_id
+        request.vdi_id = response.vdi_id
         return request
 
     def complete(self, request):
@@ -349,7 +350,7 @@ def read_range(settings, address, port, name, offset, length, snapid=0,
             sheep_proto.OP_GET_VDI_INFO,
             header_data=lambda req_id: sheep_proto.pack_vdi_info(
                 req_id, name, snapid, tag)))
-        vid = lookup.offset
+        vid = lookup.vdi_id
         fields_buf = bytearray(sheep_proto.INODE_FIELDS_SIZE)
         session.call(_Request(
             sheep_proto.OP_READ_OBJ, sheep_proto.vdi_oid(vid), 0,
@@ -460,8 +461,7 @@ def _log_fallback(address, port, exc):
 
 
 class NativeStream(object):
-    """The iterable ``Store.get`` returns with ``sheepdog_store_reader =
-    native``.
+    """The iterable ``Store.get`` returns for the native reader.
 
     Nothing is connected until the first item is asked for.
     ``fallback()`` builds the ``dog`` stream that serves the download if

@@ -164,6 +164,14 @@ class ReadTest(NativeReadTestCase):
                            proto.INODE_DATA_INDEX_OFFSET + 4 * 10, 4 * 4)],
                          inode_reads)
 
+    def test_btree_inode_is_unsupported(self):
+        image = self.sheep.add_image('huge', payload(OBJECT))
+        image.store_policy = 1
+        exc = self.assertRaises(native_read.Unsupported, self.read, 'huge',
+                                0, OBJECT)
+        self.assertIn('B-tree', str(exc))
+        self.assertFdsClosed()
+
     def test_missing_image_is_not_found(self):
         self.assertRaises(exceptions.NotFound, self.read, 'nothing', 0, 1)
         self.assertFdsClosed()
