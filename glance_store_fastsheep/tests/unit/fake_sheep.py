@@ -191,10 +191,14 @@ class FakeSheep(object):
                 for request in reversed(batch):
                     if not self._answer(conn, *request):
                         return
+        except socket.error:
+            # The reader closed with answers unread: a reset, as a real
+            # sheep sees it.
+            return
         finally:
+            conn.close()
             with self.lock:
                 self.closed_connections += 1
-            conn.close()
 
     def _answer(self, conn, opcode, req_id, length, oid, offset, snapid,
                 data):
