@@ -103,6 +103,28 @@ class ReadTest(NativeReadTestCase):
                              native_read.IN_FLIGHT_BYTES // OBJECT)
         self.assertFdsClosed()
 
+    def test_buffers_are_bounded_and_reused(self):
+        self.useFixture(fixtures.MockPatchObject(
+            native_read, 'IN_FLIGHT_BYTES', 4 * OBJECT))
+        sizes = []
+
+        def counting_bytearray(size):
+            sizes.append(size)
+            return bytearray(size)
+
+        self.useFixture(fixtures.MockPatchObject(
+            native_read, 'bytearray', counting_bytearray, create=True))
+        data = payload(40 * OBJECT, seed=13)
+        self.sheep.add_image('img', data)
+        self.assertEqual(data, b''.join(self.read('img', 0, len(data))))
+        # Four request buffers for forty objects, one response header,
+        # the inode's fields and the table entries of the range: nothing
+        # sized by the image or by sheep.
+        self.assertEqual(sorted([OBJECT] * 4 + [proto.HEADER_SIZE,
+                                                proto.INODE_FIELDS_SIZE,
+                                                4 * 40]),
+                         sorted(sizes))
+
     def test_ranges(self):
         data = payload(6 * OBJECT + 999, seed=2)
         self.sheep.add_image('img', data)
