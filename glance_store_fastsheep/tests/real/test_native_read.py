@@ -12,7 +12,8 @@
 """The native reader against real sheepdog 1.0.1: conformance and faults.
 
 Conformance: the reader's bytes equal ``dog vdi read``'s for images
-written by ``dog vdi write`` and by this driver's upload, sparse images,
+written by ``dog vdi write`` and by this driver's upload (and by Pike's
+in-tree driver: test_pike_interop_native), sparse images,
 a clone with its own writes, a snapshot, and sizes that are not a
 multiple of the object size. Faults, on 3 nodes with 2 copies: a
 non-gateway sheep killed mid-read, the gateway killed mid-read, the
@@ -29,12 +30,11 @@ from glance_store import location
 from oslo_config import cfg
 from oslo_utils import units
 from oslotest import base
-import testtools
 from testtools import content
 
-from fastpath_integration.harness import sheepdog
 from glance_store_fastsheep import native_read
 from glance_store_fastsheep import store
+from glance_store_fastsheep.tests.real import base as real_base
 
 OBJECT = 4 * units.Mi
 
@@ -45,33 +45,32 @@ class Settings(object):
     transfer_timeout = 20.0
 
 
-try:
-    from glance_store._drivers import sheepdog as pike_sheepdog
-except ImportError:
-    pike_sheepdog = None
+class NativeTestCase(real_base.RealCluster, base.BaseTestCase):
+    """A 3-node cluster keeping 2 copies, started for each test."""
+
+    NODES = 3
+    COPIES = 2
+
+    def setUp(self):
+        super(NativeTestCase, self).setUp()
+        self.cluster = self.make_cluster()
+
+    def store_conf(self):
+        """[glance_store] pointed at the cluster, reading natively."""
+        conf = cfg.ConfigOpts()
+        conf.register_opts(backend._STORE_OPTS, group='glance_store')
+        conf([], project='glance')
+        store.Store(conf)
+        for name, value in (
+                ('sheepdog_store_port', self.cluster.port),
+                ('sheepdog_store_command', self.cluster.dog_path),
+                ('sheepdog_store_reader', 'native')):
+            conf.set_override(name, value, group='glance_store')
+        return conf
 
 
-def _cluster(nodes, copies):
-    # On PATH: Pike's in-tree driver runs a bare `collie`.
-    cluster = sheepdog.SheepdogCluster(nodes=nodes, copies=copies,
-                                       put_on_path=True)
-    cluster.setUp()
-    return cluster
-
-
-@testtools.skipUnless(sheepdog.available(), sheepdog.SKIP_REASON)
-class ConformanceTest(base.BaseTestCase):
-    """Native bytes == ``dog vdi read`` bytes, on a 3-node 2-copy cluster."""
-
-    @classmethod
-    def setUpClass(cls):
-        super(ConformanceTest, cls).setUpClass()
-        cls.cluster = _cluster(3, 2)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.cleanUp()
-        super(ConformanceTest, cls).tearDownClass()
+class ConformanceTest(NativeTestCase):
+    """Native bytes == ``dog vdi read`` bytes."""
 
     def native(self, name, offset=0, length=None, **kwargs):
         if length is None:
@@ -139,30 +138,6 @@ class ConformanceTest(base.BaseTestCase):
         self.assertSameBytes(base_data[:2 * OBJECT], child[:2 * OBJECT])
         self.assertSameBytes(base_data[4 * OBJECT:], child[4 * OBJECT:])
 
-    def store_conf(self):
-        conf = cfg.ConfigOpts()
-        conf.register_opts(backend._STORE_OPTS, group='glance_store')
-        conf([], project='glance')
-        store.Store(conf)
-        for name, value in (
-                ('sheepdog_store_port', self.cluster.port),
-                ('sheepdog_store_command', self.cluster.dog_path),
-                ('sheepdog_store_reader', 'native')):
-            conf.set_override(name, value, group='glance_store')
-        return conf
-
-    def test_written_by_pike_in_tree_driver(self):
-        if pike_sheepdog is None:
-            self.skipTest('needs the in-tree Pike sheepdog driver '
-                          '(glance_store 0.22.0): runs on `tox -e py27`')
-        pike = pike_sheepdog.Store(self.store_conf())
-        pike.configure(re_raise_bsc=True)
-        data = os.urandom(2 * OBJECT + 3 * 512)
-        pike.add('pike-written', io.BytesIO(data), len(data))
-        self.assertSameBytes(data, self.native('pike-written'))
-        self.assertSameBytes(self.dog_read('pike-written'),
-                             self.native('pike-written'))
-
     def test_written_by_fastsheep_read_through_the_store(self):
         conf = self.store_conf()
         sd = store.Store(conf)
@@ -181,16 +156,13 @@ class ConformanceTest(base.BaseTestCase):
                              b''.join(stream))
 
 
-@testtools.skipUnless(sheepdog.available(), sheepdog.SKIP_REASON)
-class FaultTest(base.BaseTestCase):
+class FaultTest(NativeTestCase):
     """Sheep killed under a native read: exact bytes or a clear error."""
 
     SIZE = 48 * OBJECT
 
     def setUp(self):
         super(FaultTest, self).setUp()
-        self.cluster = self.useFixture(sheepdog.SheepdogCluster(
-            nodes=3, copies=2))
         self.data = os.urandom(self.SIZE)
         self.cluster.create_vdi('victim', self.data)
 

@@ -1,0 +1,54 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Images written by Pike's in-tree driver, read by the native reader.
+
+Needs glance_store 0.22.0's in-tree sheepdog driver, which ``tox -e
+py27`` installs; elsewhere the test skips and says so.
+"""
+
+import io
+import os
+
+from glance_store_fastsheep import native_read
+from glance_store_fastsheep.tests.real import test_native_read
+
+try:
+    from glance_store._drivers import sheepdog as pike_sheepdog
+except ImportError:
+    pike_sheepdog = None
+
+OBJECT = test_native_read.OBJECT
+
+
+class PikeWrittenTest(test_native_read.NativeTestCase):
+
+    def setUp(self):
+        if pike_sheepdog is None:
+            self.skipTest('needs the in-tree Pike sheepdog driver '
+                          '(glance_store 0.22.0): runs on `tox -e py27`')
+        super(PikeWrittenTest, self).setUp()
+
+    def test_written_by_pike_in_tree_driver(self):
+        # The cluster put its `collie` and `dog` first on PATH, where
+        # Pike's driver looks for a bare `collie`.
+        pike = pike_sheepdog.Store(self.store_conf())
+        pike.configure(re_raise_bsc=True)
+        for name, size in (('pike-small', 3 * 512),
+                           ('pike-objects', 2 * OBJECT + 3 * 512)):
+            data = os.urandom(size)
+            pike.add(name, io.BytesIO(data), len(data))
+            native = b''.join(native_read.read_range(
+                test_native_read.Settings, self.cluster.address,
+                self.cluster.port, name, 0, size))
+            self.assertTrue(data == native, 'native bytes differ')
+            self.assertTrue(self.cluster.check_dog('vdi', 'read', name)
+                            == native, 'dog and native bytes differ')
