@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from fastpath_integration.harness import services
+from fastpath_integration.harness import stack
 
 LOG = logging.getLogger('fastpath_integration')
 
@@ -64,7 +64,7 @@ def main(argv=None):
     rundir = tempfile.mkdtemp(prefix='fastpath-integration-')
     # The private PostgreSQL runs as the postgres user: let it in.
     os.chmod(rundir, 0o755)
-    harness = services.Harness(rundir, plugins=not args.stock)
+    harness = stack.Stack(rundir, plugins=not args.stock)
     rc = 1
     try:
         try:

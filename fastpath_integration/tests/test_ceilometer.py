@@ -4,7 +4,7 @@ Samples travel as ``telemetry.polling`` notifications (what ceilometer's
 polling agents send) on the agent's topic and must land in gnocchi; the
 resource file the agent loads is the stock one plus a ``generic``
 definition with one exact name and one wildcard pattern
-(fastpath_integration.harness.services.write_resources_file).
+(fastpath_integration.harness.ceilometer.write_resources_file).
 """
 
 import time

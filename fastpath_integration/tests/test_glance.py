@@ -1,7 +1,14 @@
-"""glance-api 33 under uWSGI with fastsheep as its default backend.
+"""Current glance-api with fastsheep as its default backend.
 
-Images go through the real API into the sheepdog emulator and back; the
-emulator's ``dog`` CLI is the independent witness of what is stored.
+Images go through the real API into the run's real sheepdog cluster (3
+nodes, 2 copies) and back; the cluster's own ``dog`` CLI is the
+independent witness of what is stored. glance 33 runs under uWSGI
+(native threads), glance 32 on its standalone eventlet server.
+
+The fault tests upload to a second backend of the same glance-api, the
+sheepdog emulator: a failure at a chosen byte of one VDI's transfer is
+something a real cluster cannot give on demand (the node-kill faults of
+a real cluster are the driver's functional tests').
 """
 
 import concurrent.futures
@@ -40,21 +47,24 @@ def payload(size, seed):
     return bytes(out[:size])
 
 
-class GlanceTestCase(base.IntegrationTestCase):
-    """glance 33 under uWSGI: native threads."""
+class GlanceTestBase(base.IntegrationTestCase):
+    """The API and ``dog`` helpers, against one glance-api and sheepdog."""
 
     glance_key = 'glance'
+    # Extra headers of an upload: which backend stores the image.
+    upload_headers = {}
 
     def setUp(self):
-        super(GlanceTestCase, self).setUp()
+        super(GlanceTestBase, self).setUp()
         self.glance = self.env[self.glance_key]
         self.url = self.glance['url']
-        self.emulator = self.env.get('emulator')
+        self.sheepdog = self.store_sheepdog()
         self.session = requests.Session()
         self.session.headers.update(HEADERS)
-        self.assertEqual('fastsheep', self.glance['backend'],
-                         'glance is not on the fastsheep backend')
-        self.assertIsNotNone(self.emulator)
+        self.addCleanup(self.session.close)
+
+    def store_sheepdog(self):
+        raise NotImplementedError()
 
     # API helpers -------------------------------------------------------
 
@@ -76,7 +86,8 @@ class GlanceTestCase(base.IntegrationTestCase):
     def upload(self, image_id, data):
         return self.session.put(
             self.url + '/v2/images/%s/file' % image_id, data=data,
-            headers={'Content-Type': 'application/octet-stream'},
+            headers=dict(self.upload_headers,
+                         **{'Content-Type': 'application/octet-stream'}),
             timeout=TIMEOUT)
 
     def show(self, image_id):
@@ -90,48 +101,36 @@ class GlanceTestCase(base.IntegrationTestCase):
                                 headers=headers or {}, timeout=TIMEOUT)
         return resp
 
-    # Emulator helpers --------------------------------------------------
+    # dog helpers -------------------------------------------------------
 
     def dog(self, *args, **kwargs):
-        cmd = [self.emulator['FASTPATH_SHEEPDOG_COMMAND']] + list(args)
+        cmd = [self.sheepdog['dog']] + list(args)
         return subprocess.run(cmd, capture_output=True, timeout=TIMEOUT,
                               **kwargs)
 
     def vdi_exists(self, name):
         out = self.dog('vdi', 'list', '-r',
-                       '-a', self.emulator['FASTPATH_SHEEPDOG_ADDRESS'],
-                       '-p', self.emulator['FASTPATH_SHEEPDOG_PORT'], name)
+                       '-a', self.sheepdog['address'],
+                       '-p', self.sheepdog['port'], name)
         self.assertEqual(0, out.returncode, out.stderr)
         return any(line.split(' ')[1:2] == [name]
                    for line in out.stdout.decode().splitlines())
-
-    def set_knobs(self, knobs):
-        """Faults for one VDI (``fault_vdi``), one test at a time.
-
-        The knob file is per cluster and tests run in parallel workers.
-        """
-        lock = open(os.path.join(self.env['rundir'], 'knobs.lock'), 'w')
-        self.addCleanup(lock.close)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        self.addCleanup(fcntl.flock, lock, fcntl.LOCK_UN)
-        path = os.path.join(
-            self.emulator['FASTPATH_EMULATOR_ROOT'], '%s:%s' % (
-                self.emulator['FASTPATH_SHEEPDOG_ADDRESS'],
-                self.emulator['FASTPATH_SHEEPDOG_PORT']), 'knobs.json')
-        with open(path, 'w') as f:
-            json.dump(knobs, f)
-        self.addCleanup(self._clear_knobs, path)
-
-    @staticmethod
-    def _clear_knobs(path):
-        with open(path, 'w') as f:
-            json.dump({}, f)
 
     def uploaded_image(self, data):
         image = self.create_image()
         resp = self.upload(image['id'], data)
         self.assertEqual(204, resp.status_code, resp.text)
         return self.show(image['id'])
+
+
+class GlanceTestCase(GlanceTestBase):
+    """glance 33 under uWSGI, on the real cluster."""
+
+    def store_sheepdog(self):
+        sheepdog = self.real_cluster()
+        self.assertEqual('fastsheep', self.glance['backend'],
+                         'glance is not on the fastsheep backend')
+        return sheepdog
 
     # Tests -------------------------------------------------------------
 
@@ -218,8 +217,8 @@ class GlanceTestCase(base.IntegrationTestCase):
         data = payload(3 * MIB + 5, self.id())
         image = self.create_image()
         vdi = image['id']
-        address = self.emulator['FASTPATH_SHEEPDOG_ADDRESS']
-        port = self.emulator['FASTPATH_SHEEPDOG_PORT']
+        address = self.sheepdog['address']
+        port = self.sheepdog['port']
         out = self.dog('vdi', 'create', '-a', address, '-p', port, vdi,
                        str(len(data)))
         self.assertEqual(0, out.returncode, out.stderr)
@@ -244,9 +243,53 @@ class GlanceTestCase(base.IntegrationTestCase):
         self.assertEqual(hashlib.sha256(data).hexdigest(),
                          hashlib.sha256(resp.content).hexdigest())
 
+
+class EventletGlanceTestCase(GlanceTestCase):
+    """The same tests on glance 32's standalone eventlet glance-api.
+
+    There the store runs under eventlet's monkey-patching.
+    """
+
+    glance_key = 'glance_eventlet'
+
+
+class GlanceFaultTestCase(GlanceTestBase):
+    """glance 33 under uWSGI, images on its emulator backend.
+
+    A fault injected at a chosen byte of one VDI's ``dog`` transfer.
+    """
+
+    def store_sheepdog(self):
+        backend = self.glance.get('fault_backend')
+        self.assertIsNotNone(backend, 'glance has no emulator backend')
+        self.upload_headers = {'X-Image-Meta-Store': backend}
+        return self.env['emulator']
+
+    def set_knobs(self, knobs):
+        """Faults for one VDI (``fault_vdi``), one test at a time.
+
+        The knob file is per cluster and tests run in parallel workers.
+        """
+        lock = open(os.path.join(self.env['rundir'], 'knobs.lock'), 'w')
+        self.addCleanup(lock.close)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        self.addCleanup(fcntl.flock, lock, fcntl.LOCK_UN)
+        path = self.sheepdog['knobs_file']
+        with open(path, 'w') as f:
+            json.dump(knobs, f)
+        self.addCleanup(self._clear_knobs, path)
+
+    @staticmethod
+    def _clear_knobs(path):
+        with open(path, 'w') as f:
+            json.dump({}, f)
+
+    # Tests -------------------------------------------------------------
+
     def test_failure_mid_download_is_a_failed_transfer(self):
         data = payload(SIZE, self.id())
         image = self.uploaded_image(data)
+        self.assertEqual(self.glance['fault_backend'], image['stores'])
         self.set_knobs({'fail_after_bytes': 2 * MIB,
                         'fault_vdi': image['id']})
         received = 0
@@ -282,10 +325,7 @@ class GlanceTestCase(base.IntegrationTestCase):
         self.assertFalse(self.vdi_exists(image['id']))
 
 
-class EventletGlanceTestCase(GlanceTestCase):
-    """The same tests on glance 32's standalone eventlet glance-api.
-
-    There the store runs under eventlet's monkey-patching.
-    """
+class EventletGlanceFaultTestCase(GlanceFaultTestCase):
+    """The fault tests on glance 32's standalone eventlet glance-api."""
 
     glance_key = 'glance_eventlet'

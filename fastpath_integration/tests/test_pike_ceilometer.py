@@ -9,7 +9,7 @@ import os
 import uuid
 
 from fastpath_integration import bus
-from fastpath_integration.harness import pike_ceilometer
+from fastpath_integration.harness import ceilometer
 from fastpath_integration.tests import test_ceilometer
 
 # A definition whose pattern no regex compiles (a reversed range).
@@ -46,9 +46,9 @@ class PikeBadPatternTestCase(test_ceilometer.AgentTestBase):
     def test_bad_pattern_does_not_stop_the_agent(self):
         name = 'bad-pattern-%s' % uuid.uuid4().hex[:6]
         topic = 'notifications-pike-%s' % name
-        agent = self.useFixture(pike_ceilometer.PikeCeilometerAgent(
-            self.env['rundir'], name, 'plugin', topic,
-            self.env['transport_url'], self.gnocchi,
+        agent = self.useFixture(ceilometer.CeilometerAgent(
+            self.env['rundir'], name, topic, self.env['transport_url'],
+            self.gnocchi, release='pike', publisher='plugin',
             resources_extra=BAD_PATTERN_RESOURCES))
         with open(os.path.join(
                 self.env['rundir'], 'pike-ceilometer-%s' % name,

@@ -1,9 +1,10 @@
-"""Pike's glance-api 15.0.2 on CPython 2.7 with the fastsheep plugin.
+"""Pike's glance-api 15.0.2 on CPython 2.7, three ways, one real cluster.
 
-Its standalone eventlet server, enabled the way README tells Pike
-operators, over the sheepdog emulator. Beside it runs a second Pike
-glance-api on glance_store 0.22.0's in-tree driver, unmodified: what it
-writes is what Pike clouds already hold, and fastsheep must serve it.
+Its standalone eventlet server over the run's real sheepdog cluster (3
+nodes, 2 copies), with the fastsheep plugin enabled the way README tells
+Pike operators; with glance_store 0.22.0's in-tree driver, unmodified
+(what it writes is what Pike clouds already hold, and fastsheep must
+serve it); and with that driver patched by ``patches/glance_store``.
 """
 
 import hashlib
@@ -74,20 +75,35 @@ class PikeGlanceTestCase(base.IntegrationTestCase):
 
     def setUp(self):
         super(PikeGlanceTestCase, self).setUp()
-        self.emulator = self.env['emulator']
+        self.sheepdog = self.real_cluster()
         self.fast = PikeGlanceClient(self, self.env['glance_pike']['url'])
         self.intree = PikeGlanceClient(
             self, self.env['glance_pike_intree']['url'])
+        self.patched = PikeGlanceClient(
+            self, self.env['glance_pike_patched']['url'])
 
     def vdi_exists(self, name):
         out = subprocess.run(
-            [self.emulator['FASTPATH_SHEEPDOG_COMMAND'], 'vdi', 'list', '-r',
-             '-a', self.emulator['FASTPATH_SHEEPDOG_ADDRESS'],
-             '-p', self.emulator['FASTPATH_SHEEPDOG_PORT'], name],
-            capture_output=True, timeout=TIMEOUT)
+            [self.sheepdog['dog'], 'vdi', 'list', '-r',
+             '-a', self.sheepdog['address'], '-p', self.sheepdog['port'],
+             name], capture_output=True, timeout=TIMEOUT)
         self.assertEqual(0, out.returncode, out.stderr)
         return any(line.split(' ')[1:2] == [name]
                    for line in out.stdout.decode().splitlines())
+
+    def add_location(self, client, url):
+        """A new image of ``client`` whose location is ``url``."""
+        image = client.create()
+        resp = client.session.patch(
+            client.url + '/v2/images/' + image['id'],
+            data=json.dumps([{
+                'op': 'add', 'path': '/locations/-',
+                'value': {'url': url, 'metadata': {}}}]),
+            headers={'Content-Type':
+                     'application/openstack-images-v2.1-json-patch'},
+            timeout=TIMEOUT)
+        self.assertEqual(200, resp.status_code, resp.text)
+        return client.show(image['id'])
 
     def test_stores_as_configured(self):
         """Each glance-api runs the driver its configuration names."""
@@ -95,34 +111,47 @@ class PikeGlanceTestCase(base.IntegrationTestCase):
             conf = f.read()
         self.assertIn('stores = file,http,fastsheep', conf)
         self.assertIn('default_store = sheepdog', conf)
-        with open(self.env['glance_pike_intree']['conf']) as f:
-            self.assertIn('stores = file,http,sheepdog', f.read())
+        for key in ('glance_pike_intree', 'glance_pike_patched'):
+            with open(self.env[key]['conf']) as f:
+                self.assertIn('stores = file,http,sheepdog', f.read())
+        # The patched driver is a copy with the series pushed, not the
+        # venv's module.
+        self.assertNotEqual(self.env['glance_pike_intree']['driver_file'],
+                            self.env['glance_pike_patched']['driver_file'])
 
-    def test_upload_download_delete(self):
+    def _upload_download_delete(self, client):
         data = test_glance.payload(SIZE, self.id())
-        image = self.fast.create()
-        self.fast.upload(image['id'], data)
-        image = self.fast.show(image['id'])
+        image = client.create()
+        client.upload(image['id'], data)
+        image = client.show(image['id'])
         self.assertEqual('active', image['status'])
         self.assertEqual(SIZE, image['size'])
         self.assertEqual(hashlib.md5(data).hexdigest(), image['checksum'])
         location = 'sheepdog://%s:%s:%s' % (
-            self.emulator['FASTPATH_SHEEPDOG_ADDRESS'],
-            self.emulator['FASTPATH_SHEEPDOG_PORT'], image['id'])
+            self.sheepdog['address'], self.sheepdog['port'], image['id'])
         self.assertEqual(location, image['direct_url'])
         self.assertTrue(self.vdi_exists(image['id']))
 
-        body = self.fast.download(image['id'])
+        body = client.download(image['id'])
         self.assertEqual(len(data), len(body))
         self.assertEqual(hashlib.sha256(data).hexdigest(),
                          hashlib.sha256(body).hexdigest())
 
-        resp = self.fast.delete(image['id'])
+        resp = client.delete(image['id'])
         self.assertEqual(204, resp.status_code, resp.text)
-        self.assertEqual(404, self.fast.session.get(
-            self.fast.url + '/v2/images/' + image['id'],
+        self.assertEqual(404, client.session.get(
+            client.url + '/v2/images/' + image['id'],
             timeout=TIMEOUT).status_code)
         self.assertFalse(self.vdi_exists(image['id']))
+
+    def test_upload_download_delete(self):
+        self._upload_download_delete(self.fast)
+
+    def test_upload_download_delete_intree(self):
+        self._upload_download_delete(self.intree)
+
+    def test_upload_download_delete_patched(self):
+        self._upload_download_delete(self.patched)
 
     def test_intree_written_image_read_by_fastsheep(self):
         """The in-tree Pike driver writes; the plugin serves the location.
@@ -137,17 +166,7 @@ class PikeGlanceTestCase(base.IntegrationTestCase):
         self.assertEqual('active', written['status'])
         self.assertTrue(self.vdi_exists(written['id']))
 
-        image = self.fast.create()
-        resp = self.fast.session.patch(
-            self.fast.url + '/v2/images/' + image['id'],
-            data=json.dumps([{
-                'op': 'add', 'path': '/locations/-',
-                'value': {'url': written['direct_url'], 'metadata': {}}}]),
-            headers={'Content-Type':
-                     'application/openstack-images-v2.1-json-patch'},
-            timeout=TIMEOUT)
-        self.assertEqual(200, resp.status_code, resp.text)
-        image = self.fast.show(image['id'])
+        image = self.add_location(self.fast, written['direct_url'])
         self.assertEqual('active', image['status'])
         self.assertEqual(len(data), image['size'])
         body = self.fast.download(image['id'])
@@ -156,3 +175,22 @@ class PikeGlanceTestCase(base.IntegrationTestCase):
         # And the in-tree driver still reads what it wrote.
         self.assertEqual(hashlib.sha256(data).hexdigest(), hashlib.sha256(
             self.intree.download(written['id'])).hexdigest())
+
+    def test_fastsheep_written_image_read_by_intree_and_patched(self):
+        """The reverse: a Pike cloud can go back from the plugin.
+
+        What fastsheep wrote, under the location it recorded, is served
+        byte-exact by the in-tree driver and by the patched one.
+        """
+        data = test_glance.payload(3 * MIB + 5, self.id())
+        written = self.fast.create()
+        self.fast.upload(written['id'], data)
+        written = self.fast.show(written['id'])
+        self.assertEqual('active', written['status'])
+        for client in (self.intree, self.patched):
+            image = self.add_location(client, written['direct_url'])
+            self.assertEqual('active', image['status'])
+            self.assertEqual(len(data), image['size'])
+            self.assertEqual(hashlib.sha256(data).hexdigest(),
+                             hashlib.sha256(client.download(
+                                 image['id'])).hexdigest())

@@ -163,10 +163,10 @@ class _Section(object):
 
     def _curl_row(self, row, glance, size, args):
         """One curl against glance: MB/s, glance-api's CPU and peak RSS."""
-        from fastpath_integration.harness import pike_glance
+        from fastpath_integration.harness import glance as harness_glance
         from fastpath_integration.harness import processes
         cmd = ['curl', '-sS', '-f', '-H', 'Expect:']
-        for key, value in pike_glance.ADMIN_HEADERS.items():
+        for key, value in harness_glance.ADMIN_HEADERS.items():
             cmd += ['-H', '%s: %s' % (key, value)]
         cpu = processes.cpu_seconds(glance.pid)
         start = time.monotonic()
@@ -179,12 +179,12 @@ class _Section(object):
         return out
 
     def _create_image(self, url):
-        from fastpath_integration.harness import pike_glance
+        from fastpath_integration.harness import glance as harness_glance
         import requests
         resp = requests.post(url + '/v2/images', json={
             'name': 'bench-%s' % uuid.uuid4().hex[:8],
             'disk_format': 'raw', 'container_format': 'bare'},
-            headers=pike_glance.ADMIN_HEADERS, timeout=60)
+            headers=harness_glance.ADMIN_HEADERS, timeout=60)
         resp.raise_for_status()
         return resp.json()['id']
 
@@ -205,10 +205,10 @@ class _Section(object):
         self._check_sha(url, sha256)
 
     def _check_sha(self, url, sha256):
-        from fastpath_integration.harness import pike_glance
+        from fastpath_integration.harness import glance as harness_glance
         import requests
         digest = hashlib.sha256()
-        with requests.get(url, headers=pike_glance.ADMIN_HEADERS,
+        with requests.get(url, headers=harness_glance.ADMIN_HEADERS,
                           stream=True, timeout=600) as resp:
             resp.raise_for_status()
             for block in resp.iter_content(MIB):
@@ -219,13 +219,13 @@ class _Section(object):
     def _ceiling(self, emulator, vdi, size):
         """The sheepdog section's ``dog vdi read | dd``, on this VDI."""
         self._row(CEILING, **bench.run_worker('sheepdog_bench:work', {
-            'kind': 'ceiling', 'dog': emulator['FASTPATH_SHEEPDOG_COMMAND'],
-            'address': emulator['FASTPATH_SHEEPDOG_ADDRESS'],
-            'port': int(emulator['FASTPATH_SHEEPDOG_PORT']), 'name': vdi,
+            'kind': 'ceiling', 'dog': emulator.dog_path,
+            'address': emulator.address, 'port': int(emulator.port),
+            'name': vdi,
             'size': size, 'repeats': 1}))
 
     def glance_rows(self, stack, rundir, emulator):
-        from fastpath_integration.harness import pike_glance
+        from fastpath_integration.harness import glance as harness_glance
         source = os.path.join(rundir, 'image.raw')
         self._progress('writing a %d MiB source image', self.size // MIB)
         sha = bench.write_random_file(source, self.size)
@@ -236,8 +236,9 @@ class _Section(object):
         for cfg, store in GLANCE_CONFIGS:
             try:
                 self._progress('starting Pike glance-api (%s)', store)
-                glance = stack.useFixture(pike_glance.PikeGlance(
-                    rundir, emulator, store=store))
+                glance = stack.useFixture(harness_glance.Glance(
+                    rundir, 'pike-glance-%s' % store, sheepdog=emulator,
+                    release='pike', server='eventlet', store=store))
                 path, size = ((small, small_size) if store != 'fastsheep'
                               else (source, self.size))
                 image = self._put(cfg, glance, path, size)
@@ -257,7 +258,7 @@ class _Section(object):
         The in-tree upload at ~10 MB/s would take minutes for 1 GiB; the
         bytes (and the location format) are the same either way.
         """
-        from fastpath_integration.harness import pike_glance
+        from fastpath_integration.harness import glance as harness_glance
         import json
         import requests
         vdi = self._ensure_full_vdi(emulator)
@@ -266,10 +267,9 @@ class _Section(object):
             glance.url + '/v2/images/' + image,
             data=json.dumps([{'op': 'add', 'path': '/locations/-', 'value': {
                 'url': 'sheepdog://%s:%s:%s' % (
-                    emulator['FASTPATH_SHEEPDOG_ADDRESS'],
-                    emulator['FASTPATH_SHEEPDOG_PORT'], vdi),
+                    emulator.address, emulator.port, vdi),
                 'metadata': {}}}]),
-            headers=dict(pike_glance.ADMIN_HEADERS, **{
+            headers=dict(harness_glance.ADMIN_HEADERS, **{
                 'Content-Type':
                 'application/openstack-images-v2.1-json-patch'}),
             timeout=120)
@@ -281,9 +281,8 @@ class _Section(object):
         if getattr(self, '_full_vdi', None):
             return self._full_vdi
         vdi = 'bench-full-%s' % uuid.uuid4().hex[:8]
-        dog = emulator['FASTPATH_SHEEPDOG_COMMAND']
-        where = ['-a', emulator['FASTPATH_SHEEPDOG_ADDRESS'],
-                 '-p', emulator['FASTPATH_SHEEPDOG_PORT']]
+        dog = emulator.dog_path
+        where = ['-a', emulator.address, '-p', str(emulator.port)]
         subprocess.run([dog, 'vdi', 'create'] + where + [vdi,
                                                          str(self.size)],
                        check=True, capture_output=True)
@@ -391,8 +390,7 @@ class _Section(object):
             return False
 
     def agent_rows(self, stack, rundir, rabbit, gnocchi):
-        from fastpath_integration.harness import pike_ceilometer
-        from fastpath_integration.harness import services
+        from fastpath_integration.harness import ceilometer
         import fixtures
         # Current ceilometer first: its ceilometer-upgrade creates the
         # resource types every agent posts to.
@@ -401,9 +399,10 @@ class _Section(object):
             topic = 'bench-%s' % name
             try:
                 with fixtures.Fixture() as scope:
-                    agent = scope.useFixture(services.CeilometerAgent(
-                        rundir, 'bench-' + name, publisher, topic,
-                        rabbit.url, gnocchi.url, upgrade=cfg == 'stock'))
+                    agent = scope.useFixture(ceilometer.CeilometerAgent(
+                        rundir, 'bench-' + name, topic, rabbit.url,
+                        gnocchi.url, publisher=publisher,
+                        upgrade=cfg == 'stock'))
                     self._burst(name, agent.service.pid, rabbit.url, topic,
                                 gnocchi.url)
             except Exception as exc:  # noqa: one row, not the section
@@ -415,11 +414,10 @@ class _Section(object):
                 self._progress('starting Pike notification agent (%s)',
                                dispatcher)
                 with fixtures.Fixture() as scope:
-                    agent = scope.useFixture(
-                        pike_ceilometer.PikeCeilometerAgent(
-                            rundir, 'bench-' + name, dispatcher, topic,
-                            rabbit.url, gnocchi.url,
-                            resources_extra=IGNORED_WILDCARD))
+                    agent = scope.useFixture(ceilometer.CeilometerAgent(
+                        rundir, 'bench-' + name, topic, rabbit.url,
+                        gnocchi.url, release='pike', publisher=dispatcher,
+                        resources_extra=IGNORED_WILDCARD))
                     self._burst(name, agent.pid, rabbit.url, topic,
                                 gnocchi.url)
             except Exception as exc:  # noqa: one row, not the section
@@ -428,10 +426,10 @@ class _Section(object):
     # -- the section -----------------------------------------------------
 
     def run(self):
-        from fastpath_integration.harness import pike_ceilometer
-        from fastpath_integration.harness import pike_glance
-        from fastpath_integration.harness import pike_sources
-        from fastpath_integration.harness import services
+        from fastpath_integration.harness import ceilometer
+        from fastpath_integration.harness import glance as harness_glance
+        from fastpath_integration.harness import infrastructure
+        from fastpath_integration.harness import stack as harness_stack
         from fastpath_integration.harness import venvs
         import fixtures
 
@@ -443,20 +441,18 @@ class _Section(object):
             with fixtures.Fixture() as stack:
                 self._progress('service venvs (a fresh machine builds them '
                                'here, several minutes)')
-                for service in ('gnocchi', 'ceilometer', pike_glance.VENV,
-                                pike_ceilometer.VENV):
+                for service in ('gnocchi', ceilometer.VENVS['current'],
+                                harness_glance.VENVS['pike', 'eventlet'],
+                                ceilometer.VENVS['pike']):
                     venvs.ensure_venv(service)
-                log = os.path.join(rundir, 'install.log')
-                for service in (pike_glance.VENV, pike_ceilometer.VENV):
-                    pike_sources.install_project(service, log)
-                services.Harness(rundir).install_project()
+                harness_stack.install_project(rundir)
                 emulator = stack.useFixture(
-                    services.SheepdogEmulator(rundir)).env
+                    infrastructure.SheepdogEmulator(rundir))
                 self.glance_rows(stack, rundir, emulator)
-                pg = stack.useFixture(services.PostgreSQL(
+                pg = stack.useFixture(infrastructure.PostgreSQL(
                     rundir, databases=('gnocchi',)))
-                rabbit = stack.useFixture(services.RabbitMQ(rundir))
-                gnocchi = stack.useFixture(services.Gnocchi(
+                rabbit = stack.useFixture(infrastructure.RabbitMQ(rundir))
+                gnocchi = stack.useFixture(infrastructure.Gnocchi(
                     rundir, pg.urls['gnocchi']))
                 self.agent_rows(stack, rundir, rabbit, gnocchi)
         finally:
