@@ -1,0 +1,217 @@
+"""No import cycle in the project's packages and tools.
+
+The import graph is read from the source with ``ast``, nothing is
+imported: every ``import`` and ``from ... import`` statement counts,
+also those inside functions (a lazy import hides a cycle from the
+interpreter, not from a reader). Packages are the top-level directories
+with an ``__init__.py``; a directory of scripts under ``tools/`` is its
+own namespace, as its scripts put their directory first on ``sys.path``
+(``import common`` in ``tools/bench``).
+
+Runs without any service: ``python -m testtools.run
+fastpath_integration.tests.test_import_graph``.
+"""
+
+import ast
+import os
+
+import fixtures
+import testtools
+
+TOPDIR = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+SKIP_DIRS = {'.git', '.tox', '.eggs', '.stestr', 'build', 'dist', 'doc',
+             'releasenotes', '__pycache__'}
+
+
+def _walk(top):
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and
+                             not d.endswith('.egg-info'))
+        yield dirpath, filenames
+
+
+def collect_modules(topdir):
+    """{module id: path}, and each script directory's {name: id}.
+
+    A package module's id is its dotted name; a script's is its path
+    relative to ``topdir`` (``tools/bench/common.py``).
+    """
+    modules = {}
+    script_dirs = {}
+    packages = sorted(
+        d for d in os.listdir(topdir)
+        if d not in SKIP_DIRS and
+        os.path.isfile(os.path.join(topdir, d, '__init__.py')))
+    for package in packages:
+        for dirpath, filenames in _walk(os.path.join(topdir, package)):
+            if not os.path.isfile(os.path.join(dirpath, '__init__.py')):
+                continue
+            rel = os.path.relpath(dirpath, topdir).split(os.sep)
+            for name in filenames:
+                if not name.endswith('.py'):
+                    continue
+                parts = rel + ([] if name == '__init__.py'
+                               else [name[:-3]])
+                modules['.'.join(parts)] = os.path.join(dirpath, name)
+    tools = os.path.join(topdir, 'tools')
+    if os.path.isdir(tools):
+        for dirpath, filenames in _walk(tools):
+            local = {}
+            for name in filenames:
+                if name.endswith('.py'):
+                    path = os.path.join(dirpath, name)
+                    ident = os.path.relpath(path, topdir)
+                    modules[ident] = path
+                    local[name[:-3]] = ident
+            script_dirs[dirpath] = local
+    return modules, script_dirs
+
+
+def _package_of(ident, path):
+    if '/' in ident:
+        return None
+    if os.path.basename(path) == '__init__.py':
+        return ident
+    return ident.rpartition('.')[0]
+
+
+def imports_of(ident, path, modules, script_dirs):
+    """The project modules ``ident`` imports, by id."""
+    with open(path, 'rb') as f:
+        tree = ast.parse(f.read(), path)
+    local = script_dirs.get(os.path.dirname(path), {})
+    package = _package_of(ident, path)
+
+    def resolve(name):
+        if name in modules:
+            return name
+        head = name.split('.')[0]
+        if head in local:
+            return local[head]
+        return None
+
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ''
+            if node.level:
+                if package is None:
+                    continue
+                parts = package.split('.')
+                parts = parts[:len(parts) - node.level + 1]
+                base = '.'.join(parts + ([base] if base else []))
+            # ``from pkg import mod`` imports the module pkg.mod when
+            # there is one, else a name of pkg.
+            names = []
+            for alias in node.names:
+                full = '%s.%s' % (base, alias.name) if base else alias.name
+                names.append(full if full in modules else base)
+        else:
+            continue
+        for name in names:
+            target = resolve(name)
+            if target is None:
+                # ``import a.b.c`` of a project package: its deepest
+                # module that exists.
+                parts = name.split('.')
+                while parts and '.'.join(parts) not in modules:
+                    parts.pop()
+                target = '.'.join(parts) or None
+            # A package naming its own attributes is no cycle.
+            if target is not None and target != ident:
+                found.add(target)
+    return found
+
+
+def import_graph(topdir):
+    modules, script_dirs = collect_modules(topdir)
+    return {ident: imports_of(ident, path, modules, script_dirs)
+            for ident, path in modules.items()}
+
+
+def cycles(graph):
+    """Strongly connected components that are cycles (Tarjan)."""
+    index = {}
+    low = {}
+    stack = []
+    on_stack = set()
+    found = []
+    counter = [0]
+
+    def visit(node):
+        # Iterative: a deep chain must not hit the recursion limit.
+        work = [(node, iter(sorted(graph.get(node, ()))))]
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        while work:
+            current, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                    break
+                if child in on_stack:
+                    low[current] = min(low[current], index[child])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[current])
+                if low[current] == index[current]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == current:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+class ImportGraphTestCase(testtools.TestCase):
+
+    def test_no_import_cycle(self):
+        graph = import_graph(TOPDIR)
+        # The graph covers what it claims to: the harness and the bench.
+        self.assertIn('fastpath_integration.harness.stack', graph)
+        self.assertIn('fastpath_integration.harness.glance',
+                      graph['fastpath_integration.harness.stack'])
+        self.assertTrue([m for m in graph if m.startswith('tools/bench/')])
+        self.assertEqual([], cycles(graph))
+
+    def test_a_cycle_is_found(self):
+        """The check can fail: two modules importing each other."""
+        top = self.useFixture(fixtures.TempDir()).path
+        pkg = os.path.join(top, 'pkg')
+        os.makedirs(pkg)
+        os.makedirs(os.path.join(top, 'tools', 'bench'))
+        files = {
+            'pkg/__init__.py': '',
+            'pkg/a.py': 'from pkg import b\n',
+            'pkg/b.py': 'def f():\n    from . import a\n',
+            'pkg/c.py': 'import pkg.a\n',
+            'tools/bench/x.py': 'import y\n',
+            'tools/bench/y.py': 'import x\nimport pkg.c\n',
+        }
+        for name, text in files.items():
+            with open(os.path.join(top, name), 'w') as f:
+                f.write(text)
+        graph = import_graph(top)
+        self.assertEqual({'pkg.a'}, graph['pkg.c'])
+        self.assertEqual([['pkg.a', 'pkg.b'],
+                          ['tools/bench/x.py', 'tools/bench/y.py']],
+                         cycles(graph))
