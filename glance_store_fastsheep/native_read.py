@@ -79,6 +79,10 @@ class Unsupported(Exception):
     """The cluster speaks a protocol this reader does not: use ``dog``."""
 
 
+class Unreachable(exceptions.BackendException):
+    """No connection to the sheep could be made."""
+
+
 class _Request(object):
     """One request in flight, and where its response data goes."""
 
@@ -142,7 +146,7 @@ class Session(object):
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except (socket.error, OSError) as exc:
             self.close()
-            raise exceptions.BackendException(
+            raise Unreachable(
                 'cannot connect to sheep at %s:%s to read %s: %s'
                 % (address, port, name, exc))
 
@@ -333,6 +337,57 @@ def _segments(table, offset, length, object_size, request_size):
         position += count
 
 
+def _look_up(session, name, snapid=0, tag=''):
+    """(vdi id, inode fields) of a VDI whose object table is flat."""
+    lookup = session.call(_Request(
+        sheep_proto.OP_GET_VDI_INFO,
+        header_data=lambda req_id: sheep_proto.pack_vdi_info(
+            req_id, name, snapid, tag)))
+    vid = lookup.vdi_id
+    fields_buf = bytearray(sheep_proto.INODE_FIELDS_SIZE)
+    session.call(_Request(
+        sheep_proto.OP_READ_OBJ, sheep_proto.vdi_oid(vid), 0,
+        len(fields_buf), memoryview(fields_buf),
+        sheep_proto.FLAG_CMD_DIRECT))
+    inode = sheep_proto.InodeFields(fields_buf)
+    if inode.store_policy != 0:
+        raise Unsupported('sheepdog image %s keeps its object table '
+                          'in a B-tree (store policy %d)'
+                          % (name, inode.store_policy))
+    return vid, inode
+
+
+def unowned_objects(settings, address, port, name, length):
+    """Indexes of the objects of VDI name's first length bytes it does
+    not own.
+
+    ``dog vdi write`` creates each object it writes and then records it
+    in the inode's ``data_vdi_id`` table with a second, separate write.
+    On sheepdog 1.0.1 that second write can be lost when a sheep dies
+    while the inode object is recovered, although ``dog`` exits 0: the
+    object then reads as a hole (zeros). A freshly uploaded image owns
+    every object it was written to, so any index returned here is data
+    the cluster will not give back. Raises Unsupported for a cluster
+    this module cannot read the table of.
+    """
+    if length <= 0:
+        return []
+    session = Session(address, port, name, settings.command_timeout,
+                      settings.transfer_timeout)
+    try:
+        vid, inode = _look_up(session, name)
+        last = (length - 1) // inode.object_size
+        table = _Table(session, vid, last)
+        return [index for index in range(last + 1)
+                if table.owner(index) != vid]
+    except sheep_proto.ProtocolError as exc:
+        raise exceptions.BackendException(
+            'reading the object table of sheepdog image %s failed: %s'
+            % (name, exc))
+    finally:
+        session.close()
+
+
 def read_range(settings, address, port, name, offset, length, snapid=0,
                tag=''):
     """Yield length bytes of VDI name from offset, in read-size pieces.
@@ -346,21 +401,7 @@ def read_range(settings, address, port, name, offset, length, snapid=0,
     session = Session(address, port, name, settings.command_timeout,
                       settings.transfer_timeout)
     try:
-        lookup = session.call(_Request(
-            sheep_proto.OP_GET_VDI_INFO,
-            header_data=lambda req_id: sheep_proto.pack_vdi_info(
-                req_id, name, snapid, tag)))
-        vid = lookup.vdi_id
-        fields_buf = bytearray(sheep_proto.INODE_FIELDS_SIZE)
-        session.call(_Request(
-            sheep_proto.OP_READ_OBJ, sheep_proto.vdi_oid(vid), 0,
-            len(fields_buf), memoryview(fields_buf),
-            sheep_proto.FLAG_CMD_DIRECT))
-        inode = sheep_proto.InodeFields(fields_buf)
-        if inode.store_policy != 0:
-            raise Unsupported('sheepdog image %s keeps its object table '
-                              'in a B-tree (store policy %d)'
-                              % (name, inode.store_policy))
+        vid, inode = _look_up(session, name, snapid, tag)
         if offset + length > inode.vdi_size:
             raise exceptions.BackendException(
                 'sheepdog image %s is %d bytes; cannot read %d at %d'

@@ -277,6 +277,33 @@ class Store(driver.Store):
         LOG.info('Deleted sheepdog image %s at %s:%d', loc.image, loc.addr,
                  loc.port)
 
+    def _check_object_table(self, current, name, written):
+        """Fail an upload whose objects the cluster did not record.
+
+        A sheep that dies mid-upload can make sheepdog lose the record
+        of an object ``dog vdi write`` wrote, which then reads back as
+        zeros (native_read.unowned_objects). Checking costs one
+        connection and 4 bytes per object.
+        """
+        try:
+            lost = native_read.unowned_objects(
+                current, current.address, current.port, name, written)
+        except native_read.Unsupported as exc:
+            LOG.debug('Not checking the object table of %s: %s', name, exc)
+            return
+        except native_read.Unreachable as exc:
+            # dog reached this address a moment ago; a cluster that is
+            # gone now fails the image's reads loudly, not with zeros.
+            LOG.warning('Stored image %s without checking its object '
+                        'table: %s', name, exc)
+            return
+        if lost:
+            raise exceptions.BackendException(
+                'sheepdog lost the record of %d object(s) of image %s '
+                '(indexes %s) while it was written, probably because a '
+                'sheep failed; they would read back as zeros'
+                % (len(lost), name, ', '.join(str(i) for i in lost[:16])))
+
     def _delete_partial(self, current, name):
         try:
             current.dog.check('delete', current.address, current.port, name)
@@ -327,6 +354,7 @@ class Store(driver.Store):
                 raise exceptions.BackendException(
                     'sheepdog image %s is %s bytes after writing %d'
                     % (name, info and info.size, written))
+            self._check_object_table(current, name, written)
         except BaseException as exc:
             with excutils.save_and_reraise_exception():
                 LOG.error('Upload of image %s to sheepdog failed: %s',

@@ -26,6 +26,7 @@ from oslotest import base
 from glance_store_fastsheep import native_read
 from glance_store_fastsheep import sheep_proto as proto
 from glance_store_fastsheep.tests import compat
+from glance_store_fastsheep.tests.functional import base as functional_base
 from glance_store_fastsheep.tests.unit import base as unit_base
 from glance_store_fastsheep.tests.unit import fake_sheep
 
@@ -155,6 +156,25 @@ class ReadTest(NativeReadTestCase):
         self.assertEqual(set([proto.data_oid(image.vid, 0),
                               proto.data_oid(image.vid, 4)]),
                          set(r[1] for r in data_reads))
+
+    def test_unowned_objects(self):
+        data = (payload(OBJECT) + b'\0' * (2 * OBJECT) + payload(OBJECT, 3)
+                + b'\0' * 100)
+        self.sheep.add_image('sparse', data)
+        self.assertEqual([1, 2, 4], native_read.unowned_objects(
+            self.settings, '127.0.0.1', self.sheep.port, 'sparse',
+            len(data)))
+        # Only the table entries of the length asked for are looked at.
+        self.assertEqual([1], native_read.unowned_objects(
+            self.settings, '127.0.0.1', self.sheep.port, 'sparse',
+            2 * OBJECT))
+        # A clone's objects still owned by its parent are not its own.
+        parent = self.sheep.add_image('base', payload(3 * OBJECT, seed=4))
+        self.sheep.add_clone('clone', parent, {1: payload(OBJECT, seed=5)})
+        self.assertEqual([0, 2], native_read.unowned_objects(
+            self.settings, '127.0.0.1', self.sheep.port, 'clone',
+            3 * OBJECT))
+        self.assertFdsClosed()
 
     def test_clone_reads_the_parent_objects_it_did_not_write(self):
         base_data = payload(5 * OBJECT, seed=4)
@@ -414,6 +434,50 @@ class StoreNativeTest(unit_base.StoreTestCase):
         stream.close()
         gc.collect()
         self.assertEqual(fds, open_fds())
+
+
+class UploadCheckTest(unit_base.StoreTestCase):
+    """An upload whose objects sheep did not all record is not stored.
+
+    The fake dog stores the bytes; the fake sheep, on the same port,
+    answers the object-table check (Store._check_object_table).
+    """
+
+    def setUp(self):
+        super(UploadCheckTest, self).setUp()
+        self.sheep = fake_sheep.FakeSheep()
+        self.addCleanup(self.sheep.close)
+        self.data = payload(3 * OBJECT + 512, seed=13)
+        self.conf = self.make_conf(sheepdog_store_port=self.sheep.port)
+        self.store = self.make_store()
+        self.log = self.useFixture(fixtures.FakeLogger(
+            name='glance_store_fastsheep'))
+
+    def test_every_object_recorded(self):
+        self.sheep.add_image('img', self.data)
+        self.assertEqual(len(self.data),
+                         functional_base.add(self.store, 'img', self.data)[1])
+        self.assertEqual(['img'], self.dog.vdis())
+
+    def test_lost_record_fails_the_upload_and_deletes_it(self):
+        # Object 2 as sheep's table has it after a lost inode update.
+        lost = self.data[:2 * OBJECT] + b'\0' * OBJECT + self.data[3 * OBJECT:]
+        self.sheep.add_image('img', lost)
+        exc = self.assertRaises(exceptions.BackendException,
+                                functional_base.add, self.store, 'img',
+                                self.data)
+        self.assertIn('lost the record of 1 object(s) of image img '
+                      '(indexes 2)', str(exc))
+        self.assertEqual([], self.dog.vdis())
+        self.assertIn('Deleted the partial sheepdog image img',
+                      self.log.output)
+
+    def test_unreachable_sheep_is_logged(self):
+        self.sheep.close()
+        self.assertEqual(len(self.data),
+                         functional_base.add(self.store, 'img', self.data)[1])
+        self.assertIn('Stored image img without checking its object table',
+                      self.log.output)
 
 
 GREEN_CHILD = '''
