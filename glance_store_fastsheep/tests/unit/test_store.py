@@ -239,7 +239,8 @@ class RoundTripTest(base.StoreTestCase):
         self.assertEqual(4, len(result))
         self.assertEqual({}, result[3])
         if not store.MULTIHASH:
-            self.skipTest('glance_store 0.22 (Pike) has no hashing_algo')
+            self.skipTest('glance_store before 0.26 (Pike, Queens) has no '
+                          'hashing_algo; py3 and line-ussuri on run this')
         result = add(self.sd, 'five', data, algo='sha512')
         self.assertEqual(5, len(result))
         self.assertEqual(hashlib.md5(data).hexdigest(), result[2])
@@ -390,8 +391,9 @@ class MultiStoreTest(base.StoreTestCase):
     def setUp(self):
         super(MultiStoreTest, self).setUp()
         if not store.MULTIHASH:
-            self.skipTest('Pike glance_store has no multi-store backends '
-                          '(covered by the py3 env)')
+            self.skipTest('glance_store before 0.26 (Pike, Queens) has no '
+                          'multi-store backends; py3 and line-ussuri on '
+                          'run this test')
 
     def test_backend_group(self):
         conf = cfg.ConfigOpts()
@@ -416,9 +418,9 @@ class BackendDefaultsTest(base.StoreTestCase):
     def setUp(self):
         super(BackendDefaultsTest, self).setUp()
         if not hasattr(store.driver, 'BackendGroupConfiguration'):
-            self.skipTest('this glance_store (Pike) has no '
-                          '[backend_defaults] nor BackendGroupConfiguration; '
-                          'tox -e py3 runs this test')
+            self.skipTest('this glance_store has no [backend_defaults] '
+                          'nor BackendGroupConfiguration (before 2023.2); '
+                          'py3, line-2025.1 and line-2026.1 run this test')
         self.conf = cfg.ConfigOpts()
         self.conf([])
         self.one = store.Store(self.conf, backend='one')
@@ -451,6 +453,45 @@ class BackendDefaultsTest(base.StoreTestCase):
                                 uri='sheepdog://img', backend='one')
         self.assertEqual('sheepdog://10.9.9.9:7777:img',
                          loc.store_location.get_uri())
+
+
+class BackendGroupAloneTest(base.StoreTestCase):
+    """Multi-store before ``BackendGroupConfiguration`` (Rocky to 2023.1).
+
+    Those releases have ``enabled_backends`` but no ``[backend_defaults]``:
+    a backend reads its own group and nothing else, as their rbd does.
+    """
+
+    def setUp(self):
+        super(BackendGroupAloneTest, self).setUp()
+        if not store.MULTIHASH:
+            self.skipTest('glance_store before 0.26 (Pike, Queens) has no '
+                          'multi-store backends; line-ussuri to '
+                          'line-2023.1 run this test')
+        if hasattr(store.driver, 'BackendGroupConfiguration'):
+            self.skipTest('this glance_store reads [backend_defaults] '
+                          '(BackendDefaultsTest); line-ussuri to '
+                          'line-2023.1 run this test')
+
+    def test_backend_group_alone(self):
+        conf = cfg.ConfigOpts()
+        conf([])
+        one = store.Store(conf, backend='one')
+        two = store.Store(conf, backend='two')
+        conf.set_override('sheepdog_store_chunk_size', 12, group='two')
+        one.configure(re_raise_bsc=True)
+        two.configure(re_raise_bsc=True)
+        self.assertNotIn('backend_defaults', conf)
+        self.assertEqual(12, two.store_conf.sheepdog_store_chunk_size)
+        self.assertEqual(opts.DEFAULT_CHUNK_SIZE * MIB,
+                         one.settings.chunk_size)
+        self.assertEqual(12 * MIB, two.settings.chunk_size)
+        data = os.urandom(100 * KIB)
+        result = two.add('img', io.BytesIO(data), len(data), 'md5')
+        self.assertEqual({'store': 'two'}, result[4])
+        self.assertEqual(hashlib.md5(data).hexdigest(), result[3])
+        loc = self.location(result[0], conf)
+        self.assertEqual(data, b''.join(two.get(loc)[0]))
 
 
 class PikeGroupTest(base.StoreTestCase):
