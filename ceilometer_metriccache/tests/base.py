@@ -40,6 +40,18 @@ except ImportError:
     PIKE = True
 
 RELEASE = 'pike' if PIKE else 'current'
+
+
+def _resources_definition_args():
+    init = host_module.ResourcesDefinition.__init__
+    return getattr(init, '__func__', init).__code__.co_argcount - 1
+
+
+# Queens (ceilometer 10): a publisher, but Pike's ResourcesDefinition
+# (definition, default archive policy, plugin manager), one archive policy
+# per definition, and the resource created with ``rd.metrics`` itself.
+# Rocky (11) added per-metric policies and the override argument.
+QUEENS = not PIKE and _resources_definition_args() == 3
 NOT_PIKE = ('Pike only: this ceilometer has no gnocchi dispatcher; '
             'tox -e pike runs this test')
 NOT_CURRENT = ('Queens and later only: this ceilometer has no gnocchi '
@@ -69,7 +81,7 @@ def plugin_manager():
 
 def make_definition(cfg_dict, archive_policy='low'):
     """Upstream's ResourcesDefinition for one definition dict."""
-    if PIKE:
+    if PIKE or QUEENS:
         return host_module.ResourcesDefinition(cfg_dict, archive_policy,
                                                plugin_manager())
     return host_module.ResourcesDefinition(cfg_dict, archive_policy, None,

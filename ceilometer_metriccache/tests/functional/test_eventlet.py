@@ -101,8 +101,15 @@ print(json.dumps({'errors': errors, 'raced': len(raced),
 
 
 def _run(script):
-    out = subprocess.check_output([sys.executable, '-c', script],
-                                  stderr=subprocess.STDOUT)
+    """The script's JSON line; stderr apart, so that a warning the
+    interpreter prints at exit (seen on 3.6) cannot follow the line."""
+    proc = subprocess.Popen([sys.executable, '-c', script],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate()
+    if proc.returncode:
+        raise AssertionError('script failed (%d):\n%s'
+                             % (proc.returncode, err.decode('utf-8',
+                                                            'replace')))
     return json.loads(out.decode('utf-8').strip().splitlines()[-1])
 
 

@@ -22,15 +22,27 @@ from ceilometer_metriccache.tests import base
 def _entry_points(group):
     try:
         from importlib import metadata
-    except ImportError:   # Python 2.7 (Pike): setuptools' own API
+    except ImportError:   # Python 2.7 and 3.6-3.7: setuptools' own API
         import pkg_resources
         return list(pkg_resources.iter_entry_points(group))
-    return metadata.entry_points(group=group)
+    found = metadata.entry_points()
+    if hasattr(found, 'select'):  # Python 3.10 and later
+        return list(found.select(group=group))
+    # 3.8, 3.9: a dict by group, listing a distribution once per sys.path
+    # entry that holds it (the checkout's egg-info and the venv's
+    # dist-info); 3.10 and later list each distribution once.
+    unique = []
+    for entry_point in found.get(group, ()):
+        if entry_point not in unique:
+            unique.append(entry_point)
+    return unique
 
 
 def _module(entry_point):
-    return getattr(entry_point, 'module', None) or \
-        entry_point.module_name
+    if hasattr(entry_point, 'module_name'):  # pkg_resources
+        return entry_point.module_name
+    # importlib.metadata: .module from Python 3.9 on, .value always.
+    return entry_point.value.split(':')[0].strip()
 
 
 class TestWiring(testtools.TestCase):
