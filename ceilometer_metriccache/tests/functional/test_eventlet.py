@@ -101,8 +101,11 @@ print(json.dumps({'errors': errors, 'raced': len(raced),
 
 
 def _run(script):
-    """The script's JSON line; stderr apart, so that a warning the
-    interpreter prints at exit (seen on 3.6) cannot follow the line."""
+    """The script's last stdout line, decoded from JSON.
+
+    stderr is read apart: a warning the interpreter prints at exit (seen
+    on 3.6) must not follow the JSON line.
+    """
     proc = subprocess.Popen([sys.executable, '-c', script],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = proc.communicate()
