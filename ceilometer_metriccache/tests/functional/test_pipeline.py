@@ -67,6 +67,8 @@ class TestPipelineLoading(base.TestCase):
                          netutils.urlsplit(self.publisher_url()).scheme)
 
     def test_samples_through_the_pipeline_publisher(self):
+        if base.QUEENS:
+            self.skipTest(base.QUEENS_WILDCARDS)
         pub = self._publisher('ceilometer.sample.publisher')
         if base.PIKE:
             from ceilometer.publisher import direct
@@ -105,6 +107,8 @@ class TestPipelineLoading(base.TestCase):
         self.assertIn('ended_at', self.session.resources['t1']['attributes'])
 
     def test_query_options_of_gnocchi_kept(self):
+        if base.QUEENS:
+            self.skipTest(base.QUEENS_WILDCARDS)
         if base.PIKE:
             # Pike's DirectPublisher takes ?dispatcher=; the dispatcher's
             # options live in [dispatcher_gnocchi] as for gnocchi://.
@@ -136,7 +140,19 @@ class TestSameResultAsUpstream(base.TestCase):
             for m in (c['metrics'] if isinstance(c['metrics'], list)
                       else list(c['metrics'])) if not index.is_pattern(m)))
         names.append('not.handled.anywhere')
-        batch = [base.sample(name, 'res-%d' % (i % 7), float(i))
+        # Queens' own publisher drops a batch (KeyError) where one
+        # resource gets metrics of two definitions: one resource per
+        # definition there, as in real streams.
+        owner = {}
+        for c in base.load_stock_definitions():
+            for m in c['metrics']:
+                owner[m] = c['resource_type']  # last definition wins
+
+        def resource_id(i, name):
+            if base.QUEENS:
+                return 'res-%d-%s' % (i % 7, owner.get(name, ''))
+            return 'res-%d' % (i % 7)
+        batch = [base.sample(name, resource_id(i, name), float(i))
                  for i, name in enumerate(names * 2)]
         states = []
         for cls in (self.upstream_class(), self.plugin_class()):

@@ -49,12 +49,7 @@ class TestRecord(base.TestCase):
 
     def test_pattern_matched_metrics_end_to_end(self):
         if base.QUEENS:
-            self.skipTest('Queens creates a resource with rd.metrics '
-                          'itself, which lists no pattern-matched name, '
-                          'so wildcard_metrics cannot give such a metric '
-                          'its definition\'s archive policy there (known '
-                          'limitation); py27, pike and line-ussuri on run '
-                          'this test')
+            self.skipTest(base.QUEENS_WILDCARDS)
         self.record(self.host, [
             base.sample('hardware.ipmi.fan', 'node-1', 3.0, unit='RPM'),
             base.sample('hardware.ipmi.node.power', 'node-1', 90.0,
