@@ -358,8 +358,7 @@ def _look_up(session, name, snapid=0, tag=''):
 
 
 def unowned_objects(settings, address, port, name, length):
-    """Indexes of the objects of VDI name's first length bytes it does
-    not own.
+    """Indexes of the objects in VDI name's first length bytes not its own.
 
     ``dog vdi write`` creates each object it writes and then records it
     in the inode's ``data_vdi_id`` table with a second, separate write.
