@@ -33,6 +33,8 @@ SECTIONS = ('sheepdog', 'readahead', 'metriccache', 'fnmatch', 'services')
 THROUGHPUT = (('MB/s', 'mb_s'), ('size MiB', 'size_mib'),
               ('peak RSS MiB', 'peak_rss_mib'),
               ('RSS growth MiB', 'rss_growth_mib'))
+# Figures a row reports as the largest over its interleaved rounds.
+PEAKS = ('rss_growth_mib', 'peak_rss_mib', 'peak_children', 'peak_fds')
 _OPS = {'>=': operator.ge, '<=': operator.le}
 _SUFFIXES = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
 
@@ -170,8 +172,8 @@ class Report(object):
         ``rows`` is [(row, params)]; each round runs every row's worker
         once, in the reverse order of the round before, so that a slow
         spell of this shared machine lands on both sides of the ratio.
-        A row's MB/s is over the median of its rounds' times; its RSS
-        figures the largest.
+        A row's MB/s is over the median of its rounds' times; its peak
+        figures (``PEAKS``) the largest.
         """
         merged = {}
         for number in range(rounds):
@@ -183,7 +185,7 @@ class Report(object):
                     return self.failed(row, exc)
                 both = merged.setdefault(row, dict(result, times_s=[]))
                 both['times_s'] += result['times_s']
-                for key in ('rss_growth_mib', 'peak_rss_mib'):
+                for key in PEAKS:
                     if key in result:
                         both[key] = max(both[key], result[key])
         for row, _params in rows:

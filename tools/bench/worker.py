@@ -55,6 +55,14 @@ def median(values):
         (values[mid - 1] + values[mid]) / 2.0
 
 
+def drop_caches():
+    """Write dirty pages back and drop the page cache (root only)."""
+    import subprocess
+    subprocess.check_call(['sync'])
+    with open('/proc/sys/vm/drop_caches', 'w') as control:
+        control.write('3\n')
+
+
 def monotonic():
     import time
     try:
