@@ -29,7 +29,8 @@ import sys
 
 import worker
 
-SECTIONS = ('sheepdog', 'readahead', 'metriccache', 'fnmatch', 'services')
+SECTIONS = ('sheepdog', 'readahead', 'metriccache', 'fnmatch', 'services',
+            'real', 'concurrent')
 THROUGHPUT = (('MB/s', 'mb_s'), ('size MiB', 'size_mib'),
               ('peak RSS MiB', 'peak_rss_mib'),
               ('RSS growth MiB', 'rss_growth_mib'))

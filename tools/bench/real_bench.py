@@ -1,0 +1,371 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Downloads and uploads on a real sheepdog cluster, side by side.
+
+The sheepdog section's workers against sheepdog 1.0.1 itself: a 1-node
+and a 3-node (2 copies) cluster started by the integration harness's
+fixture, or an operator's cluster (``--real-cluster``), hot and with the
+page cache dropped. Rows, methods and how to point it at a cluster:
+doc/source/bench-sheepdog.rst.
+"""
+
+import os
+import subprocess
+import sys
+
+import bench
+
+MIB = 1 << 20
+# Every VDI this run makes on a cluster starts with this, and is deleted.
+PREFIX = 'fastpath-bench-%d-' % os.getpid()
+NOT_RUN = ('real: did not run: no real sheepdog here; set SHEEPDOG_SOURCE '
+           '(a sheepdog 1.0.1 source archive) or SHEEPDOG_PREFIX (an '
+           'installed sheepdog), or point --real-cluster at a cluster')
+CONFIGS = (('ceiling', 'dog vdi read | dd'), ('single', 'one reader'),
+           ('default', 'default read-ahead'), ('native', 'native reader'))
+VS = {'single': 'ceiling', 'default': 'single', 'native': 'ceiling'}
+
+
+def _get_table(nodes, title, where):
+    table = bench.Table(
+        'Download on a real cluster%s' % title, 'get() of one image, '
+        'eventlet, byte count only (sha256 checked in an untimed pass); '
+        'hot, and with the page cache dropped before each timed get; '
+        'alternating rounds; vs: one reader over the ceiling, the default '
+        'over one reader, native over the ceiling.', bench.THROUGHPUT,
+        'mb_s', chart='real_get_mb_s_%dnode' % nodes)
+    rows = {}
+    for cache in ('hot', 'cold'):
+        for config, label in CONFIGS:
+            rows[config, cache] = table.row(
+                'real_%s_%s_%dnode' % (config, cache, nodes),
+                '%s, %s, %s' % (label, cache, where),
+                rows.get((VS.get(config), cache)))
+    return table, rows
+
+
+GET1, ONE = _get_table(1, '', '{real_one}')  # or --real-cluster's
+GET3, THREE = _get_table(3, ', 3 nodes keeping 2 copies', '3 nodes')
+PUT = bench.Table(
+    'Upload on a real cluster', 'add() of the image through '
+    'the store (its hashing included), stored bytes checked by sha256 '
+    'afterwards, against dog vdi create + dog vdi write from the same file; '
+    'alternating rounds; vs: MB/s over dog\'s.', bench.THROUGHPUT, 'mb_s')
+DOG_WRITE = PUT.row('real_put_dog_write', 'dog vdi write < file, {real_one}')
+STORE_PUT = PUT.row('real_put_fastsheep', 'fastsheep add(), {real_one}',
+                    DOG_WRITE)
+MANY = bench.Table(
+    '16 concurrent downloads on a real cluster', '16 get() of '
+    'one image at once in one eventlet process, hot; total MB/s; vs: '
+    'native over the dog reader\'s default.',
+    (('total MB/s', 'mb_s'), ('RSS growth MiB', 'rss_growth_mib'),
+     ('dog children at peak', 'peak_children'), ('fds at peak', 'peak_fds')),
+    'mb_s')
+MANY_DOG = MANY.row('real_concurrent16_dog', 'dog reader default, {real_one}')
+MANY_NATIVE = MANY.row('real_concurrent16_native', 'native, {real_one}',
+                       MANY_DOG)
+# Seed 000's download through Pike glance-api 15 on 2.7, on a real
+# cluster: measured when the integration harness can run it there.
+API = bench.Table(
+    'Download through Pike glance-api on a real cluster (CPython 2.7)',
+    'One image over HTTP (v2), byte count checked; vs: MB/s over the '
+    'in-tree driver\'s (native: over the dog reader\'s).',
+    (('MB/s', 'mb_s'),), 'mb_s')
+API_PIKE = API.row('real_api_get_pike_py27', 'Pike in-tree driver')
+API_PATCHED = API.row('real_api_get_patched_py27', 'Pike + patches',
+                      API_PIKE)
+API_PLUGIN = API.row('real_api_get_plugin_py27', 'fastsheep', API_PIKE)
+API_NATIVE = API.row('real_api_get_native_py27', 'fastsheep, native',
+                     API_PLUGIN)
+
+
+def _vs(name, node_rows, config, cache, bound=None):
+    return bench.ratio(name, node_rows[config, cache],
+                       node_rows[VS[config], cache],
+                       op=bound and '>=', bound=bound)
+
+
+RATIOS = (
+    _vs('real_get_single_vs_ceiling_hot', ONE, 'single', 'hot', 0.9),
+    _vs('real_get_single_vs_ceiling_cold', ONE, 'single', 'cold', 0.9),
+    _vs('real_get_default_vs_single_hot', ONE, 'default', 'hot', 0.95),
+    _vs('real_get_default_vs_single_cold', ONE, 'default', 'cold', 0.95),
+    bench.ratio('real_put_vs_dog_write', STORE_PUT, DOG_WRITE, op='>=',
+                bound=0.9),
+    bench.ratio('real_api_get_vs_pike_py27', API_PLUGIN, API_PIKE, op='>=',
+                bound=5),
+    _vs('real_get_single_vs_ceiling_hot_3node', THREE, 'single', 'hot'),
+    _vs('real_get_single_vs_ceiling_cold_3node', THREE, 'single', 'cold'),
+    _vs('real_get_default_vs_single_hot_3node', THREE, 'default', 'hot'),
+    _vs('real_get_default_vs_single_cold_3node', THREE, 'default', 'cold'),
+    _vs('native_vs_ceiling_hot_1node', ONE, 'native', 'hot', 2.0),
+    _vs('native_vs_ceiling_cold_1node', ONE, 'native', 'cold', 2.0),
+    _vs('native_vs_ceiling_hot_3node', THREE, 'native', 'hot', 2.0),
+    _vs('native_vs_ceiling_cold_3node', THREE, 'native', 'cold', 2.0),
+    bench.ratio('native_concurrent16_vs_ceiling', MANY_NATIVE,
+                ONE['ceiling', 'hot'], op='>=', bound=1.0),
+    bench.ratio('native_concurrent16_rss_growth_mib', MANY_NATIVE,
+                key='rss_growth_mib', op='<=', bound=16 * 16),
+    bench.ratio('native_api_get_vs_dog_py27', API_NATIVE, API_PLUGIN,
+                op='>=', bound=1.0),
+)
+
+
+def add_arguments(parser):
+    group = parser.add_argument_group(
+        'real and concurrent sections (a real sheepdog cluster)')
+    group.add_argument('--real-cluster', metavar='ADDR:PORT',
+                       help='measure this existing cluster instead of '
+                            'starting local ones; only VDIs named %s* are '
+                            'made there, and deleted' % PREFIX.rsplit(
+                                '-', 2)[0])
+    group.add_argument('--real-dog', metavar='PATH',
+                       help='the dog of --real-cluster (default: dog on '
+                            'PATH); Pike rows run collie from its directory')
+    group.add_argument('--real-rounds', type=int, default=None,
+                       help='alternating rounds per row (default 4; 2 with '
+                            '--quick)')
+    group.add_argument('--real-no-3node', action='store_true',
+                       help='skip the 3-node cluster\'s rows')
+
+
+def reader_option():
+    """Whether the tree under test has ``sheepdog_store_reader``."""
+    from glance_store_fastsheep import opts
+    return any(opt.dest == 'sheepdog_store_reader'
+               for opt in opts.SHEEPDOG_OPTS)
+
+
+def can_drop_caches():
+    return os.access('/proc/sys/vm/drop_caches', os.W_OK)
+
+
+class Source(object):
+    """A temporary directory holding the size seeded random source bytes."""
+
+    def __init__(self, size):
+        import tempfile
+        self.root = tempfile.mkdtemp(prefix='bench-real-')
+        self.size = size
+        self.path = os.path.join(self.root, 'source.img')
+        self.sha256 = bench.write_random_file(self.path, size)
+
+    def close(self):
+        import shutil
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class Cluster(object):
+    """A real cluster holding the source as a VDI, for one section.
+
+    Started here by the harness's ``SheepdogCluster`` (a private mount
+    namespace; stopped by ``close()``), or the operator's
+    (``--real-cluster``). Either way every VDI made on it is named
+    ``PREFIX...`` (the workers' uploads too) and ``close()`` deletes every
+    such VDI, whatever failed before. ``None`` from ``open`` when there is
+    no real sheepdog.
+    """
+
+    @classmethod
+    def open(cls, args, report, source, nodes=1, copies=1):
+        if not args.real_cluster:
+            from fastpath_integration.harness import sheepdog
+            if not sheepdog.available():
+                sys.stderr.write('bench: %s\n' % NOT_RUN)
+                report.note(NOT_RUN)
+                return None
+        return cls(args, source, nodes, copies)
+
+    def __init__(self, args, source, nodes, copies):
+        import shutil
+        self.fixture, self.made = None, False
+        if args.real_cluster:
+            address, port = args.real_cluster.rsplit(':', 1)
+            dog = args.real_dog or shutil.which('dog') or 'dog'
+            bin_dir, self.where = os.path.dirname(dog), 'cluster %s' % (
+                args.real_cluster)
+        else:
+            from fastpath_integration.harness import sheepdog
+            self.fixture = sheepdog.SheepdogCluster(nodes, copies)
+            self.fixture.setUp()  # it cleans up after itself if it fails
+            address, port = self.fixture.address, self.fixture.port
+            dog, bin_dir = self.fixture.dog_path, self.fixture.bin_dir
+            self.where = '%d node%s' % (nodes, 's' if nodes > 1 else '')
+        self.params = {'dog': dog, 'address': address, 'port': int(port),
+                       'name': PREFIX + 'source', 'source': source.path,
+                       'size': source.size, 'sha256': source.sha256,
+                       'vdi_prefix': PREFIX}
+        # Pike's driver runs a bare collie from PATH.
+        self.env = {'PATH': bin_dir + os.pathsep + os.environ['PATH']}
+        try:
+            self.vdi(self.params['name'], source)
+        except BaseException:
+            self.close()
+            raise
+
+    def dog(self, *argv, **kwargs):
+        return subprocess.check_output(
+            [self.params['dog']] + list(argv) + [
+                '-a', self.params['address'], '-p',
+                str(self.params['port'])], **kwargs)
+
+    def vdi(self, name, source, size=None):
+        """A VDI named name (PREFIX first) of the source's first bytes."""
+        assert name.startswith(PREFIX)
+        size = size or source.size
+        self.made = True
+        self.dog('vdi', 'create', name, str(size))
+        with open(source.path, 'rb') as src:
+            self.dog('vdi', 'write', name, '0', str(size), stdin=src)
+        return dict(self.params, name=name, size=size, sha256=(
+            source.sha256 if size == source.size else
+            _sha256(source.path, size)))
+
+    def ours(self):
+        """Names of the VDIs of this run (``dog vdi list -r``: ``= NAME``)."""
+        names = set()
+        for line in self.dog('vdi', 'list', '-r').decode().splitlines():
+            fields = line.split(' ')
+            if len(fields) > 1 and fields[1].startswith(PREFIX):
+                names.add(fields[1])
+        return sorted(names)
+
+    def close(self):
+        try:
+            if self.made or self.fixture is None:
+                for name in self.ours():
+                    self.dog('vdi', 'delete', name)
+        finally:
+            if self.fixture is not None:
+                self.fixture.cleanUp()
+
+
+def _sha256(path, size):
+    import sheepdog_bench
+    return sheepdog_bench._sha256(path, size)
+
+
+def rounds(args):
+    return args.real_rounds or (2 if args.quick else 4)
+
+
+def run(args, report):
+    size = min(args.size_bytes, 256 * MIB) if args.quick else args.size_bytes
+    native = reader_option()
+    if not native:
+        report.note('real: native rows not measured: this tree has no '
+                    'sheepdog_store_reader option')
+    report.vars['real_one'] = args.real_cluster and 'cluster %s' % (
+        args.real_cluster) or '1 node'
+    source = Source(size)
+    try:
+        clusters = [(1, 1, ONE)]
+        if not (args.real_cluster or args.real_no_3node):
+            clusters.append((3, 2, THREE))
+        for nodes, copies, rows in clusters:
+            cluster = Cluster.open(args, report, source, nodes, copies)
+            if cluster is None:
+                return
+            try:
+                _gets(args, report, cluster, rows, native)
+                if nodes == 1:
+                    _puts(args, report, cluster, size)
+                    _many(args, report, cluster, native)
+            finally:
+                cluster.close()
+    finally:
+        source.close()
+    report.note('real: %d MiB image, %d alternating round(s); %s; page '
+                'cache %s; Pike glance-api rows: not measured (the '
+                'integration harness does not run Pike glance-api on a '
+                'real cluster yet)' % (
+                    size // MIB, rounds(args), report.vars['real_one'],
+                    'dropped on this host for the cold rows'
+                    if can_drop_caches() else
+                    'not droppable (not root): cold rows not measured'))
+
+
+def _gets(args, report, cluster, rows, native):
+    get = dict(cluster.params, kind='get', driver='fastsheep',
+               mode='eventlet', repeats=1)
+    configs = {'ceiling': dict(get, kind='ceiling', mode=None,
+                               pipe_size=_pipe_size()),
+               'single': dict(get, opts={
+                   'sheepdog_store_read_concurrency': 1}),
+               'default': dict(get, opts={}),
+               'native': dict(get, opts={'sheepdog_store_reader':
+                                         'native'})}
+    measured = []
+    for cache in ('hot', 'cold') if can_drop_caches() else ('hot',):
+        for config, _label in CONFIGS:
+            if config != 'native' or native:
+                measured.append((rows[config, cache], dict(
+                    configs[config], drop_caches=cache == 'cold')))
+    report.interleave(measured, 'sheepdog_bench:work', rounds(args),
+                      cluster.env)
+
+
+def _pipe_size():
+    from glance_store_fastsheep import opts
+    return opts.DEFAULT_PIPE_SIZE
+
+
+def _puts(args, report, cluster, size):
+    put = dict(cluster.params, kind='put', driver='fastsheep',
+               mode='eventlet')
+    report.interleave([(DOG_WRITE, dict(put, kind='dog_write')),
+                       (STORE_PUT, put)], 'real_bench:work', rounds(args),
+                      cluster.env)
+
+
+def _many(args, report, cluster, native):
+    many = dict(cluster.params, kind='get', driver='fastsheep',
+                mode='eventlet', count=16)
+    measured = [(MANY_DOG, dict(many, opts={}))]
+    if native:
+        measured.append((MANY_NATIVE, dict(many, opts={
+            'sheepdog_store_reader': 'native'})))
+    report.interleave(measured, 'concurrent_bench:work', rounds(args),
+                      cluster.env)
+
+
+# -- worker side --------------------------------------------------------------
+
+def _dog_write_row(params):
+    """``dog vdi create`` + ``dog vdi write`` from the source file."""
+    import uuid
+
+    import sheepdog_bench
+    where = ['-a', params['address'], '-p', str(params['port'])]
+
+    def once(timed):
+        name = params['vdi_prefix'] + str(uuid.uuid4())
+        started = sheepdog_bench.worker.monotonic()
+        subprocess.check_call([params['dog'], 'vdi', 'create', name,
+                               str(params['size'])] + where)
+        with open(params['source'], 'rb') as src:
+            subprocess.check_call([params['dog'], 'vdi', 'write', name, '0',
+                                   str(params['size'])] + where, stdin=src)
+        elapsed = sheepdog_bench.worker.monotonic() - started
+        sheepdog_bench._check_and_drop(params, name, params['size'],
+                                       timed and params['sha256'])
+        return elapsed
+    result = sheepdog_bench._transfer(dict(params, mode=None), once)
+    del result['rss_growth_mib']  # dog's memory, not this process's
+    return result
+
+
+def work(params):
+    import sheepdog_bench
+    if params['kind'] == 'dog_write':
+        return _dog_write_row(params)
+    return sheepdog_bench.work(params)
