@@ -23,6 +23,7 @@ import subprocess
 import sys
 
 import bench
+import worker
 
 MIB = 1 << 20
 # Every VDI this run makes on a cluster starts with this, and is deleted.
@@ -200,6 +201,9 @@ class Cluster(object):
             address, port = self.fixture.address, self.fixture.port
             dog, bin_dir = self.fixture.dog_path, self.fixture.bin_dir
             self.where = '%d node%s' % (nodes, 's' if nodes > 1 else '')
+        # What the harness's Glance fixture reads of a cluster.
+        self.address, self.port, self.dog_path, self.bin_dir = (
+            address, int(port), dog, bin_dir)
         self.params = {'dog': dog, 'address': address, 'port': int(port),
                        'name': PREFIX + 'source', 'source': source.path,
                        'size': source.size, 'sha256': source.sha256,
@@ -280,14 +284,13 @@ def run(args, report):
                 if nodes == 1:
                     _puts(args, report, cluster, size)
                     _many(args, report, cluster, native)
+                    _api(args, report, cluster, native)
             finally:
                 cluster.close()
     finally:
         source.close()
     report.note('real: %d MiB image, %d alternating round(s); %s; page '
-                'cache %s; Pike glance-api rows: not measured (the '
-                'integration harness does not run Pike glance-api on a '
-                'real cluster yet)' % (
+                'cache %s' % (
                     size // MIB, rounds(args), report.vars['real_one'],
                     'dropped on this host for the cold rows'
                     if can_drop_caches() else
@@ -336,6 +339,83 @@ def _many(args, report, cluster, native):
             'sheepdog_store_reader': 'native'})))
     report.interleave(measured, 'concurrent_bench:work', rounds(args),
                       cluster.env)
+
+
+def _api(args, report, cluster, native):
+    """One image through Pike glance-api, each store, alternating rounds.
+
+    Every configuration streams the VDI ``dog vdi write`` made, added as
+    a location (the services section's way), one glance-api each.
+    """
+    import configparser
+    import shutil
+    import tempfile
+
+    import fixtures
+
+    from fastpath_integration.harness import glance
+    from fastpath_integration.harness import pike_sources
+    import services_bench
+
+    class PikeGlance(glance.Glance):
+        """Pike glance-api with ``sheepdog_store_reader`` set as asked."""
+
+        def __init__(self, *args, **kwargs):
+            self.reader = kwargs.pop('reader')
+            super(PikeGlance, self).__init__(*args, **kwargs)
+
+        def _configure_pike(self, *args):
+            extra = super(PikeGlance, self)._configure_pike(*args)
+            if self.reader:
+                parser = configparser.ConfigParser(interpolation=None)
+                parser.read(self.conf)
+                parser.set('glance_store', 'sheepdog_store_reader',
+                           self.reader)
+                with open(self.conf, 'w') as conf:
+                    parser.write(conf)
+            return extra
+
+    section = services_bench._Section(args, report)
+    section._full_vdi = cluster.params['name']
+    size, times = cluster.params['size'], {}
+    rundir = tempfile.mkdtemp(prefix='fastpath-bench-')
+    os.chmod(rundir, 0o755)
+    configs = [(API_PIKE, 'sheepdog', None), (API_PATCHED, 'patched', None),
+               (API_PLUGIN, 'fastsheep', None)]
+    if native:
+        configs.append((API_NATIVE, 'fastsheep', 'native'))
+    try:
+        with fixtures.Fixture() as stack:
+            pike_sources.install_project(glance.VENVS['pike', 'eventlet'],
+                                         os.path.join(rundir, 'install.log'))
+            urls = {}
+            for row, store, reader in configs:
+                api = stack.useFixture(PikeGlance(
+                    rundir, row.name, sheepdog=cluster, release='pike',
+                    server='eventlet', store=store, reader=reader))
+                urls[row] = api, '%s/v2/images/%s/file' % (
+                    api.url, section._full_image_for(None, api, cluster))
+                section._check_sha(urls[row][1], cluster.params['sha256'])
+            for number in range(rounds(args)):
+                for row, _store, _reader in (configs if number % 2 == 0
+                                             else configs[::-1]):
+                    got = int(section._curl_row(row, urls[row][0], size, [
+                        '-o', '/dev/null', '-w', '%{size_download}',
+                        urls[row][1]]))
+                    if got != size:
+                        raise RuntimeError('%s: %d bytes, not %d' % (
+                            row.name, got, size))
+                    times.setdefault(row, []).append(
+                        size / report.rows[row.name]['mb_s'] / 1e6)
+    except Exception as exc:  # noqa: these rows, not the section
+        for row, _store, _reader in configs:
+            if row not in times:
+                report.failed(row, exc)
+    finally:
+        shutil.rmtree(rundir, ignore_errors=True)
+    for row, values in times.items():
+        report.add(row, times_s=[round(t, 3) for t in values],
+                   mb_s=round(size / worker.median(values) / 1e6, 1))
 
 
 # -- worker side --------------------------------------------------------------
