@@ -125,11 +125,14 @@ def run(args, report):
              emulated.env)
     finally:
         emulated.cleanup()
+    report.note('concurrent: %d MiB image (uploads %d MiB, Pike rows %d '
+                'MiB), %d round(s)' % (size // MIB, sizes[0] // MIB,
+                                       sizes[1] // MIB, _rounds(args)))
+    if not real_bench.available(args, report):
+        return
     source = real_bench.Source(size)
     try:
-        cluster = real_bench.Cluster.open(args, report, source)
-        if cluster is None:
-            return
+        cluster = real_bench.Cluster(args, source)
         try:
             caches = ('hot', 'cold') if real_bench.can_drop_caches() else \
                 ('hot',)
@@ -140,9 +143,6 @@ def run(args, report):
             cluster.close()
     finally:
         source.close()
-    report.note('concurrent: %d MiB image (uploads %d MiB, Pike rows %d '
-                'MiB), %d round(s)' % (size // MIB, sizes[0] // MIB,
-                                       sizes[1] // MIB, _rounds(args)))
 
 
 def _rounds(args):

@@ -150,6 +150,16 @@ def can_drop_caches():
     return os.access('/proc/sys/vm/drop_caches', os.W_OK)
 
 
+def available(args, report):
+    """Whether there is a cluster to measure; if not, say so."""
+    from fastpath_integration.harness import sheepdog
+    if args.real_cluster or sheepdog.available():
+        return True
+    sys.stderr.write('bench: %s\n' % NOT_RUN)
+    report.note(NOT_RUN)
+    return False
+
+
 class Source(object):
     """A temporary directory holding the size seeded random source bytes."""
 
@@ -172,21 +182,10 @@ class Cluster(object):
     namespace; stopped by ``close()``), or the operator's
     (``--real-cluster``). Either way every VDI made on it is named
     ``PREFIX...`` (the workers' uploads too) and ``close()`` deletes every
-    such VDI, whatever failed before. ``None`` from ``open`` when there is
-    no real sheepdog.
+    such VDI, whatever failed before.
     """
 
-    @classmethod
-    def open(cls, args, report, source, nodes=1, copies=1):
-        if not args.real_cluster:
-            from fastpath_integration.harness import sheepdog
-            if not sheepdog.available():
-                sys.stderr.write('bench: %s\n' % NOT_RUN)
-                report.note(NOT_RUN)
-                return None
-        return cls(args, source, nodes, copies)
-
-    def __init__(self, args, source, nodes, copies):
+    def __init__(self, args, source, nodes=1, copies=1):
         import shutil
         self.fixture, self.made = None, False
         if args.real_cluster:
@@ -270,15 +269,15 @@ def run(args, report):
                     'sheepdog_store_reader option')
     report.vars['real_one'] = args.real_cluster and 'cluster %s' % (
         args.real_cluster) or '1 node'
+    if not available(args, report):
+        return
     source = Source(size)
     try:
         clusters = [(1, 1, ONE)]
         if not (args.real_cluster or args.real_no_3node):
             clusters.append((3, 2, THREE))
         for nodes, copies, rows in clusters:
-            cluster = Cluster.open(args, report, source, nodes, copies)
-            if cluster is None:
-                return
+            cluster = Cluster(args, source, nodes, copies)
             try:
                 _gets(args, report, cluster, rows, native)
                 if nodes == 1:
