@@ -48,22 +48,14 @@ def open_fds():
     return set(os.listdir('/proc/self/fd'))
 
 
-class NativeReadTestCase(base.BaseTestCase):
+class FdsClosedMixin(object):
+    """assertFdsClosed for tests that read from ``self.sheep``."""
 
-    def setUp(self):
-        super(NativeReadTestCase, self).setUp()
-        self.sheep = fake_sheep.FakeSheep()
-        self.addCleanup(self.sheep.close)
-        self.settings = Settings()
+    def count_fds(self):
         # Sockets of earlier tests that only the collector frees (Python
         # 2.7) must not close between this count and the test's own.
         gc.collect()
         self.fds = open_fds()
-
-    def read(self, name, offset, length, **kwargs):
-        return list(native_read.read_range(
-            self.settings, '127.0.0.1', self.sheep.port, name, offset,
-            length, **kwargs))
 
     def assertFdsClosed(self):
         """The reader's socket is closed: the fake saw EOF, no fd is left.
@@ -87,6 +79,21 @@ class NativeReadTestCase(base.BaseTestCase):
             gc.collect()
             time.sleep(0.01)
         self.assertEqual(self.fds, open_fds())
+
+
+class NativeReadTestCase(FdsClosedMixin, base.BaseTestCase):
+
+    def setUp(self):
+        super(NativeReadTestCase, self).setUp()
+        self.sheep = fake_sheep.FakeSheep()
+        self.addCleanup(self.sheep.close)
+        self.settings = Settings()
+        self.count_fds()
+
+    def read(self, name, offset, length, **kwargs):
+        return list(native_read.read_range(
+            self.settings, '127.0.0.1', self.sheep.port, name, offset,
+            length, **kwargs))
 
 
 class ReadTest(NativeReadTestCase):
@@ -379,7 +386,7 @@ class FaultTest(NativeReadTestCase):
         self.assertIn('sent nothing for 1.0s', str(exc))
 
 
-class StoreNativeTest(unit_base.StoreTestCase):
+class StoreNativeTest(FdsClosedMixin, unit_base.StoreTestCase):
     """``sheepdog_store_reader = native`` through Store.get."""
 
     def setUp(self):
@@ -427,13 +434,12 @@ class StoreNativeTest(unit_base.StoreTestCase):
         self.assertIn('SD_RES_VER_MISMATCH', logger.output)
 
     def test_closed_stream_closes_its_socket(self):
-        fds = open_fds()
+        self.count_fds()
         stream, _length = self.store.get(self.loc)
         iterator = iter(stream)
         next(iterator)
         stream.close()
-        gc.collect()
-        self.assertEqual(fds, open_fds())
+        self.assertFdsClosed()
 
 
 class UploadCheckTest(unit_base.StoreTestCase):
