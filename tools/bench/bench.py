@@ -36,6 +36,8 @@ THROUGHPUT = (('MB/s', 'mb_s'), ('size MiB', 'size_mib'),
               ('RSS growth MiB', 'rss_growth_mib'))
 # Figures a row reports as the largest over its interleaved rounds.
 PEAKS = ('rss_growth_mib', 'peak_rss_mib', 'peak_children', 'peak_fds')
+# Figures a worker reports as a list of one; a row reports the median.
+MEDIANS = ('cpu_s_gib', 'sheep_cpu_s_gib')
 _OPS = {'>=': operator.ge, '<=': operator.le}
 _SUFFIXES = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
 
@@ -146,6 +148,9 @@ class Report(object):
         self.tables = []
 
     def add(self, row, **metrics):
+        for key in MEDIANS:
+            if isinstance(metrics.get(key), list):
+                metrics[key] = round(worker.median(metrics[key]), 2)
         self.rows.setdefault(row.key(self), {}).update(metrics)
 
     def failed(self, row, exc):
@@ -174,7 +179,7 @@ class Report(object):
         once, in the reverse order of the round before, so that a slow
         spell of this shared machine lands on both sides of the ratio.
         A row's MB/s is over the median of its rounds' times; its peak
-        figures (``PEAKS``) the largest.
+        figures (``PEAKS``) the largest, its ``MEDIANS`` the median.
         """
         merged = {}
         for number in range(rounds):
@@ -184,8 +189,12 @@ class Report(object):
                                         env=env)
                 except RuntimeError as exc:
                     return self.failed(row, exc)
-                both = merged.setdefault(row, dict(result, times_s=[]))
+                both = merged.setdefault(row, dict(result, times_s=[], **{
+                    key: [] for key in MEDIANS if key in result}))
                 both['times_s'] += result['times_s']
+                for key in MEDIANS:
+                    if key in result:
+                        both[key] += result[key]
                 for key in PEAKS:
                     if key in result:
                         both[key] = max(both[key], result[key])

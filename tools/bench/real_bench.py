@@ -36,13 +36,20 @@ CONFIGS = (('ceiling', 'dog vdi read | dd'), ('single', 'one reader'),
 VS = {'single': 'ceiling', 'default': 'single', 'native': 'ceiling'}
 
 
+# Where the CPU goes: seconds per GiB moved of the process that reads or
+# writes (its dog and dd children included) and of the cluster's sheep,
+# the sum bounding what 2 cores can move (sheepdog_bench._transfer).
+COLUMNS = bench.THROUGHPUT + (('client CPU s/GiB', 'cpu_s_gib'),
+                              ('sheep CPU s/GiB', 'sheep_cpu_s_gib'))
+
+
 def _get_table(nodes, title, where):
     table = bench.Table(
         'Download on a real cluster%s' % title, 'get() of one image, '
         'eventlet, byte count only (sha256 checked in an untimed pass); '
         'hot, and with the page cache dropped before each timed get; '
         'alternating rounds; vs: one reader over the ceiling, the default '
-        'over one reader, native over the ceiling.', bench.THROUGHPUT,
+        'over one reader, native over the ceiling.', COLUMNS,
         'mb_s', chart='real_get_mb_s_%dnode' % nodes)
     rows = {}
     for cache in ('hot', 'cold'):
@@ -60,7 +67,7 @@ PUT = bench.Table(
     'Upload on a real cluster', 'add() of the image through '
     'the store (its hashing included), stored bytes checked by sha256 '
     'afterwards, against dog vdi create + dog vdi write from the same file; '
-    'alternating rounds; vs: MB/s over dog\'s.', bench.THROUGHPUT, 'mb_s')
+    'alternating rounds; vs: MB/s over dog\'s.', COLUMNS, 'mb_s')
 DOG_WRITE = PUT.row('real_put_dog_write', 'dog vdi write < file, {real_one}')
 STORE_PUT = PUT.row('real_put_fastsheep', 'fastsheep add(), {real_one}',
                     DOG_WRITE)
@@ -206,7 +213,9 @@ class Cluster(object):
         self.params = {'dog': dog, 'address': address, 'port': int(port),
                        'name': PREFIX + 'source', 'source': source.path,
                        'size': source.size, 'sha256': source.sha256,
-                       'vdi_prefix': PREFIX}
+                       'vdi_prefix': PREFIX, 'sheep_pids': (
+                           # an operator's cluster: its sheep are not ours
+                           self.fixture and self.fixture.processes())}
         # Pike's driver runs a bare collie from PATH.
         self.env = {'PATH': bin_dir + os.pathsep + os.environ['PATH']}
         try:

@@ -463,6 +463,13 @@ def _check_and_drop_real(params, image_id, size, sha256):
 def _transfer(params, once):
     """MB/s of the timed repeats of once(), after one untimed one.
 
+    Also the CPU seconds the timed repeats cost per GiB moved: this
+    process and its reaped children (``cpu_s_gib``), and the cluster's
+    sheep when ``sheep_pids`` names them (``sheep_cpu_s_gib``). On a
+    machine of N cores, a transfer whose two add up to N / (GiB/s) is
+    bound by CPU, not by latency. Each is a list of one; the runner
+    reports the median over rounds (bench.MEDIANS).
+
     A process's first transfer pays its first-use costs (lazy imports,
     fresh memory): 1.5-2x slower than the next. The RSS baseline is taken
     before it, so its peak still counts in the growth. ``drop_caches``
@@ -471,15 +478,25 @@ def _transfer(params, once):
     baseline = worker.current_rss_mib()
     _in_mode(params, lambda: once(False))
     times = []
+    sheep = params.get('sheep_pids') or ()
+    cpu = {'cpu_s_gib': 0.0, 'sheep_cpu_s_gib': 0.0}
     for _ in range(params['repeats']):
         if params.get('drop_caches'):  # cold: outside the timed part
             worker.drop_caches()
+        before = worker.cpu_seconds(), worker.cpu_seconds(sheep)
         times.append(_in_mode(params, lambda: once(True)))
-    return {'mb_s': round(params['size'] / worker.median(times) / 1e6, 1),
-            'rss_growth_mib': round(max(0.0, worker.vm_hwm_mib() -
-                                        baseline), 1),
-            'size': params['size'], 'size_mib': params['size'] // MIB,
-            'times_s': [round(t, 3) for t in times]}
+        cpu['cpu_s_gib'] += worker.cpu_seconds() - before[0]
+        cpu['sheep_cpu_s_gib'] += worker.cpu_seconds(sheep) - before[1]
+    gib = params['repeats'] * params['size'] / float(1 << 30)
+    result = {'mb_s': round(params['size'] / worker.median(times) / 1e6, 1),
+              'rss_growth_mib': round(max(0.0, worker.vm_hwm_mib() -
+                                          baseline), 1),
+              'size': params['size'], 'size_mib': params['size'] // MIB,
+              'times_s': [round(t, 3) for t in times]}
+    for key, seconds in cpu.items():
+        if key == 'cpu_s_gib' or sheep:
+            result[key] = [round(seconds / gib, 3)]
+    return result
 
 
 def _get_row(params):

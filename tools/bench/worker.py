@@ -48,6 +48,29 @@ def current_rss_mib():
         return int(statm.read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / MIB
 
 
+def cpu_seconds(pids=()):
+    """CPU seconds (user + system) used so far.
+
+    With no pids: this process and the children it has reaped (a
+    transfer's ``dog`` and ``dd``). With pids: those processes (a
+    cluster's sheep), from /proc/PID/stat; a pid that has gone counts 0.
+    """
+    if not pids:
+        times = os.times()
+        return sum(times[:4])
+    ticks = float(os.sysconf('SC_CLK_TCK'))
+    total = 0
+    for pid in pids:
+        try:
+            with open('/proc/%d/stat' % pid) as stat:
+                # after "pid (comm)": field 14 utime, 15 stime
+                fields = stat.read().rsplit(')', 1)[1].split()
+        except (IOError, OSError):
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
 def median(values):
     values = sorted(values)
     mid = len(values) // 2
