@@ -43,6 +43,7 @@ DEFAULT_CHUNK_SIZE = 64
 DEFAULT_READ_SIZE = units.Mi
 DEFAULT_PIPE_SIZE = units.Mi
 DEFAULT_WRITE_CONCURRENCY = 8
+DEFAULT_WRITE_BUDGET = 16
 DEFAULT_READ_CONCURRENCY = 4
 DEFAULT_READ_WINDOW = 64
 DEFAULT_READAHEAD_BUDGET = 256
@@ -171,6 +172,37 @@ Possible values:
 
 Related options:
     * sheepdog_store_chunk_size
+    * sheepdog_store_write_budget
+"""),
+    cfg.IntOpt('sheepdog_store_write_budget',
+               min=0,
+               default=DEFAULT_WRITE_BUDGET,
+               help="""
+Number of extra ``dog vdi write`` processes that all the uploads of one
+glance-api process may run together.
+
+Every upload always has its first writer, which takes nothing from this
+budget: an upload never waits for budget and never fails for want of
+it. Each further writer an upload runs at once (up to
+``sheepdog_store_write_concurrency``) takes one from the budget before
+it starts and gives it back once it has exited, failed or been killed.
+An upload that finds the budget used up goes on with the writers it
+has. The budget is the process's, shared by the uploads of every
+fastsheep backend in it, each checking against its own backend's value.
+
+Rule: a process with U uploads in flight runs at most U plus this many
+``dog vdi write`` processes. Keep at least
+``sheepdog_store_write_concurrency`` - 1, so that a lone upload keeps
+its full concurrency; lower it where many uploads run at once on a host
+short of memory or CPU, on which more writers add no throughput.
+
+Possible values:
+    * 0: one writer per upload, as a write concurrency of 1 everywhere
+    * A positive integer
+
+Related options:
+    * ``sheepdog_store_write_concurrency``
+    * ``sheepdog_store_chunk_size``
 """),
     cfg.IntOpt('sheepdog_store_read_concurrency',
                min=1,

@@ -69,6 +69,7 @@ class Settings(object):
         self.read_size = group.sheepdog_store_read_size
         self.pipe_size = group.sheepdog_store_pipe_size
         self.write_concurrency = group.sheepdog_store_write_concurrency
+        self.write_budget = group.sheepdog_store_write_budget
         self.read_concurrency = group.sheepdog_store_read_concurrency
         self.read_window = _objects_in_bytes(group,
                                              'sheepdog_store_read_window')

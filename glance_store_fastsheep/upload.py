@@ -20,10 +20,13 @@ known. Up to ``write_concurrency`` children exist at once: the ones for
 the next chunks are started before their data arrives and the finished
 ones commit and exit while the next chunk streams, which is where a
 write-then-wait loop loses its time (the CephFS kernel client lesson).
+Every child beyond an upload's first one holds a slot of the process's
+write budget (WRITERS) while it exists.
 """
 
 import collections
 import errno
+import threading
 
 from glance_store import exceptions
 from oslo_log import log as logging
@@ -39,6 +42,44 @@ class _ChildGone(Exception):
     """The writer closed its stdin early; its exit status says why."""
 
 
+class WriteBudget(object):
+    """The extra writers that the uploads of this process hold.
+
+    One instance, WRITERS, serves every upload of the process, green or
+    native, of every fastsheep backend: an upload's first ``dog vdi
+    write`` takes nothing, each further one it runs at once holds one
+    slot, taken against its own store's sheepdog_store_write_budget
+    before it starts and given back once it is reaped. Without the
+    budget, U uploads would run U x write_concurrency children, each
+    with its memory, pipe and stderr file, for no more throughput once
+    sheep has the CPU.
+
+    Nothing ever waits here: a take that does not fit is refused at
+    once and the upload goes on with the writers it has (at least its
+    first). As in download.ReadBudget, the lock guards integer
+    arithmetic only, with no switch, I/O or logging inside.
+    """
+
+    def __init__(self):
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def take(self, limit):
+        """Take one slot if all held stays within limit; whether taken."""
+        with self._lock:
+            if self.held >= limit:
+                return False
+            self.held += 1
+            return True
+
+    def give(self):
+        with self._lock:
+            self.held -= 1
+
+
+WRITERS = WriteBudget()
+
+
 class WriteProcess(object):
     """One `dog vdi write NAME OFFSET LENGTH` child and its stdin pipe."""
 
@@ -47,6 +88,9 @@ class WriteProcess(object):
         self.offset = offset
         self.length = length
         self.sent = 0
+        # Whether this child holds a slot of WRITERS (set by the
+        # Uploader once it runs, given back by close()).
+        self.slot = False
         self.idle_timeout = settings.transfer_timeout
         argv = settings.dog.argv('write', address, port, name, offset,
                                  length)
@@ -100,12 +144,18 @@ class WriteProcess(object):
             self.close()
 
     def close(self):
-        """Release fds; kill and reap the child if it still runs."""
-        self.writer.close()
-        if hub_safe.kill_and_reap(self.proc) is None:
-            LOG.warning('`dog vdi write` pid %s of %s survived SIGKILL; left '
-                        'to be reaped later', self.proc.pid, self.name)
-        self._stderr.close()
+        """Release fds and slot; kill and reap the child if it runs."""
+        try:
+            self.writer.close()
+            if hub_safe.kill_and_reap(self.proc) is None:
+                LOG.warning('`dog vdi write` pid %s of %s survived SIGKILL; '
+                            'left to be reaped later', self.proc.pid,
+                            self.name)
+            self._stderr.close()
+        finally:
+            if self.slot:
+                self.slot = False
+                WRITERS.give()
 
 
 class Source(object):
@@ -179,6 +229,7 @@ class Uploader(object):
         self.created = False
         self.size = 0
         self._active = collections.deque()
+        self._short_logged = False
 
     # control commands -------------------------------------------------
 
@@ -196,9 +247,33 @@ class Uploader(object):
 
     # writers ----------------------------------------------------------
 
-    def _spawn(self, offset, length):
-        child = WriteProcess(self.settings, self.address, self.port,
-                             self.name, offset, length)
+    def _try_spawn(self, offset, length):
+        """Start the writer of a chunk if one more may run; it or None.
+
+        One more may run below write_concurrency when it is the upload's
+        only writer without a slot (its first), or when WRITERS has a
+        slot for it.
+        """
+        if len(self._active) >= self.settings.write_concurrency:
+            return None
+        slot = any(not child.slot for child in self._active)
+        if slot and not WRITERS.take(self.settings.write_budget):
+            if not self._short_logged:
+                self._short_logged = True
+                LOG.debug('Upload of %s runs %d of its %d writers: the '
+                          'process write budget of %d is in use',
+                          self.name, len(self._active),
+                          self.settings.write_concurrency,
+                          self.settings.write_budget)
+            return None
+        try:
+            child = WriteProcess(self.settings, self.address, self.port,
+                                 self.name, offset, length)
+        except BaseException:
+            if slot:
+                WRITERS.give()
+            raise
+        child.slot = slot
         self._active.append(child)
         return child
 
@@ -212,9 +287,17 @@ class Uploader(object):
         child = self._active.popleft()
         child.finish()
 
-    def _make_room(self):
+    def _spawn(self, offset, length):
+        """Start the writer of a chunk, after older ones if need be.
+
+        Only writers whose input has ended are waited for, and with none
+        left the upload's first writer always may start.
+        """
         self._reap_finished()
-        while len(self._active) >= self.settings.write_concurrency:
+        while True:
+            child = self._try_spawn(offset, length)
+            if child is not None:
+                return child
             self._wait_oldest()
 
     def _feed(self, child, pieces, digest=None):
@@ -261,7 +344,8 @@ class Uploader(object):
         """Upload exactly image_size bytes; Invalid when the data differs.
 
         Writers for the next chunks are spawned ahead, up to the
-        concurrency limit, so their start-up overlaps this chunk's data.
+        concurrency limit and as the write budget allows, so their
+        start-up overlaps this chunk's data.
         """
         self._create(image_size)
         chunk = self.settings.chunk_size
@@ -272,13 +356,11 @@ class Uploader(object):
         for index, (offset, length) in enumerate(bounds):
             self._reap_finished()
             while (spawned < len(bounds) and
-                   len(self._active) < self.settings.write_concurrency):
-                self._spawn(*bounds[spawned])
+                   self._try_spawn(*bounds[spawned]) is not None):
                 spawned += 1
                 # A fork holds the hub for a few ms: not N of them in a row.
                 hub_safe.give_way()
             if spawned <= index:
-                self._make_room()
                 self._spawn(offset, length)
                 spawned += 1
             child = [c for c in self._active if c.offset == offset][0]
@@ -333,7 +415,6 @@ class Uploader(object):
             elif length:
                 self._grow(offset + length)
             if length:
-                self._make_room()
                 child = self._spawn(offset, length)
                 self._feed(child, pieces)
                 del pieces

@@ -59,7 +59,7 @@ class FakeDog(fixtures.Fixture):
                                                      self.vdi_dir))
         self.useFixture(fixtures.EnvironmentVariable('FAKE_DOG_LOG',
                                                      self.log))
-        for knob in ('DOWN', 'FAIL_WRITE', 'SHORT', 'HANG'):
+        for knob in ('DOWN', 'FAIL_WRITE', 'SHORT', 'HANG', 'WRITE_DELAY'):
             self.useFixture(fixtures.EnvironmentVariable('FAKE_DOG_' + knob))
 
     def calls(self):
@@ -84,6 +84,21 @@ class FakeDog(fixtures.Fixture):
             vdi.write(data)
 
 
+def make_conf(**overrides):
+    """A ``[glance_store]`` configuration with the tests' small sizes."""
+    conf = cfg.ConfigOpts()
+    # Only the generic [glance_store] options: registering every
+    # driver's would import drivers whose libraries are not installed.
+    conf.register_opts(backend._STORE_OPTS, group='glance_store')
+    conf([], project='glance')
+    store.Store(conf)  # registers the options
+    overrides.setdefault('sheepdog_store_read_size', 64 * 1024)
+    overrides.setdefault('sheepdog_store_chunk_size', 4)
+    for name, value in overrides.items():
+        conf.set_override(name, value, group='glance_store')
+    return conf
+
+
 class StoreTestCase(base.BaseTestCase):
     """A configured single-store (``[glance_store]``) fastsheep store."""
 
@@ -93,17 +108,7 @@ class StoreTestCase(base.BaseTestCase):
         self.conf = self.make_conf()
 
     def make_conf(self, **overrides):
-        conf = cfg.ConfigOpts()
-        # Only the generic [glance_store] options: registering every
-        # driver's would import drivers whose libraries are not installed.
-        conf.register_opts(backend._STORE_OPTS, group='glance_store')
-        conf([], project='glance')
-        store.Store(conf)  # registers the options
-        overrides.setdefault('sheepdog_store_read_size', 64 * 1024)
-        overrides.setdefault('sheepdog_store_chunk_size', 4)
-        for name, value in overrides.items():
-            conf.set_override(name, value, group='glance_store')
-        return conf
+        return make_conf(**overrides)
 
     def make_store(self, conf=None, configure=True):
         sd = store.Store(conf or self.conf)

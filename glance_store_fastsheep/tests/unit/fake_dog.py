@@ -14,9 +14,11 @@
 One file per VDI in $FAKE_DOG_DIR. Faults come from the environment:
 FAKE_DOG_DOWN (every call fails to connect), FAKE_DOG_FAIL_WRITE (write
 reads its input then fails), FAKE_DOG_SHORT=N (read sends N bytes fewer
-and exits 0), FAKE_DOG_HANG=N (read sends N bytes then sleeps), and
-FAKE_DOG_LOG (append each call's pid and argv). The functional tests use
-the real emulator (sheepdog_emulator/emulator.py) instead.
+and exits 0), FAKE_DOG_HANG=N (read sends N bytes then sleeps),
+FAKE_DOG_WRITE_DELAY=S (write sleeps S seconds after its input, as a
+commit takes time), and FAKE_DOG_LOG (append each call's pid and
+argv). The functional tests use the real emulator
+(sheepdog_emulator/emulator.py) instead.
 """
 
 import os
@@ -94,6 +96,7 @@ def main(argv):
         return 0
     if action == 'write':
         payload = os.fdopen(0, 'rb').read(length)
+        time.sleep(float(env.get('FAKE_DOG_WRITE_DELAY', 0)))
         if env.get('FAKE_DOG_FAIL_WRITE'):
             sys.stderr.write('failed to write object 7c2b2500000000: '
                              'I/O error\n')

@@ -179,6 +179,7 @@ class TestOptionHelp(base.BaseTestCase):
         conf = cfg.ConfigOpts()
         conf.register_opts(opts.SHEEPDOG_OPTS, group='glance_store')
         for name, value in (('sheepdog_store_write_concurrency', 0),
+                            ('sheepdog_store_write_budget', -1),
                             ('sheepdog_store_read_size', 4095),
                             ('sheepdog_store_pipe_size', -1),
                             # F_SETPIPE_SZ would truncate it to 4096.

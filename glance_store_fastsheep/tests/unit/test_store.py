@@ -151,6 +151,7 @@ class ConfigureTest(base.StoreTestCase):
                      'sheepdog_store_chunk_size', 'sheepdog_store_read_size',
                      'sheepdog_store_pipe_size', 'sheepdog_store_command',
                      'sheepdog_store_write_concurrency',
+                     'sheepdog_store_write_budget',
                      'sheepdog_store_command_timeout',
                      'sheepdog_store_transfer_timeout',
                      'sheepdog_store_read_concurrency',
