@@ -118,6 +118,12 @@ class ReaderRamp(object):
     times as many busy, so that many are added at once (at least one):
     a latency-bound download reaches its readers in one sample.
 
+    ``start`` is the number of readers the download starts with (at most
+    the maximum; by default one). A ramp that starts at its maximum is
+    settled: ``ReaderRamp(maximum, start=maximum)`` is the fixed
+    read-ahead that runs every reader from the first byte, which the
+    bench compares with the ramp (see ReadAheadStream's ``ramp``).
+
     The cluster is shared: a reader that pays for one stream on an idle
     cluster only takes it from the other streams once they keep it busy.
     So no reader is added while the other downloads of the process run
@@ -132,10 +138,10 @@ class ReaderRamp(object):
     GAIN = 1.2
     BUSY_READERS = 2
 
-    def __init__(self, maximum, clock=timeutils.now):
+    def __init__(self, maximum, clock=timeutils.now, start=1):
         self.maximum = maximum
-        self.level = 1
-        self.settled = maximum <= 1
+        self.level = max(1, min(start, maximum))
+        self.settled = self.level >= maximum
         self._clock = clock
         self._mark = None
         self._rate = None
@@ -347,13 +353,28 @@ class WindowFetch(object):
 
 
 class ReadAheadStream(download.ReadStream):
-    """``Store.get``'s iterable when read concurrency is more than 1."""
+    """``Store.get``'s iterable when read concurrency is more than 1.
+
+    ``ramp`` chooses how many readers the download keeps: it is called
+    with the most readers the download may run (the configured read
+    concurrency, or the number of windows if that is smaller) and
+    returns a ReaderRamp. ``Store.get`` leaves the default, ReaderRamp,
+    which starts at one reader and adds readers while they pay;
+    ``lambda most: ReaderRamp(most, start=most)`` runs them all from the
+    start.
+    """
+
+    def __init__(self, settings, address, port, name, offset, length,
+                 ramp=None):
+        super(ReadAheadStream, self).__init__(settings, address, port, name,
+                                              offset, length)
+        self.ramp = ramp
 
     def __iter__(self):
         if self._gen is None:
             self._gen = _stream_windows(self.settings, self.address,
                                         self.port, self.name, self.offset,
-                                        self.length)
+                                        self.length, self.ramp)
         return self._gen
 
 
@@ -382,13 +403,14 @@ class _Share(object):
             self.windows = windows
 
 
-def _stream_windows(settings, address, port, name, offset, length):
+def _stream_windows(settings, address, port, name, offset, length,
+                    make_ramp=None):
     if length <= 0:
         return
     window = settings.read_window
     end = offset + length
     total = len(list(windows(offset, length, window)))
-    ramp = ReaderRamp(min(settings.read_concurrency, total))
+    ramp = (make_ramp or ReaderRamp)(min(settings.read_concurrency, total))
     if ramp.level > 1:
         plan = collections.deque(windows(offset, length, window))
     else:

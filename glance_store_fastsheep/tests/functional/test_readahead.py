@@ -32,9 +32,7 @@ class _AllReaders(readahead.ReaderRamp):
     """The configured maximum from the start: the windows, not timing."""
 
     def __init__(self, maximum, clock=None):
-        super(_AllReaders, self).__init__(maximum)
-        self.level = maximum
-        self.settled = True
+        super(_AllReaders, self).__init__(maximum, start=maximum)
 
 
 class _OneReader(readahead.ReaderRamp):
@@ -279,6 +277,62 @@ class RampTest(_Base):
         self.assertEqual(list(readahead.windows(cut, len(self.data) - cut,
                                                 WINDOW)), reads[1:])
         self.assertLessEqual(2, len(reads[1:]))
+        self.assertNothingLeft(['img'])
+
+
+class RampArgumentTest(_Base):
+    """ReadAheadStream's ramp argument, where Store.get is not used."""
+
+    def stream(self, ramp=None):
+        return readahead.ReadAheadStream(
+            self.sd.settings, self.sheep.address, self.sheep.port, 'img', 0,
+            len(self.data), ramp=ramp)
+
+    def window_offsets(self, stream):
+        fetches = stream._gen.gi_frame.f_locals['fetches']
+        return [(type(f).__name__, f.offset) for f in fetches]
+
+    def test_every_reader_from_the_start(self):
+        stream = self.stream(
+            lambda most: readahead.ReaderRamp(most, start=most))
+        self.addCleanup(stream.close)
+        iterator = iter(stream)
+        got = [next(iterator)]
+        # Before the first piece was yielded: the three configured
+        # readers, one window each, with no sample taken.
+        self.assertEqual([('WindowFetch', 0), ('WindowFetch', WINDOW),
+                          ('WindowFetch', 2 * WINDOW)],
+                         self.window_offsets(stream))
+        got.extend(iterator)
+        self.assertEqual(self.data, b''.join(got))
+        self.assertEqual(list(readahead.windows(0, len(self.data), WINDOW)),
+                         sorted(self.reads()))
+        self.assertNothingLeft(['img'])
+
+    def test_the_default_starts_with_one_reader(self):
+        stream = self.stream()
+        self.addCleanup(stream.close)
+        iterator = iter(stream)
+        got = [next(iterator)]
+        self.assertEqual([('InlineFetch', 0)], self.window_offsets(stream))
+        got.extend(iterator)
+        self.assertEqual(self.data, b''.join(got))
+        self.assertNothingLeft(['img'])
+
+    def test_the_ramp_is_given_the_most_readers(self):
+        asked = []
+
+        def ramp(most):
+            asked.append(most)
+            return readahead.ReaderRamp(most, start=2)
+        stream = readahead.ReadAheadStream(
+            self.sd.settings, self.sheep.address, self.sheep.port, 'img', 0,
+            2 * WINDOW, ramp=ramp)
+        self.assertEqual(self.data[:2 * WINDOW], b''.join(stream))
+        # Three configured, but two windows: at most two readers.
+        self.assertEqual([2], asked)
+        self.assertEqual([(0, WINDOW), (WINDOW, WINDOW)],
+                         sorted(self.reads()))
         self.assertNothingLeft(['img'])
 
 

@@ -159,6 +159,26 @@ class ReaderRampTest(base.BaseTestCase):
         self.assertTrue(ramp.settled)
         self.assertEqual(1, self.run_sample(ramp, 10, 1.0))
 
+    def test_start_at_the_maximum_is_every_reader_settled(self):
+        ramp = readahead.ReaderRamp(4, clock=self.clock, start=4)
+        self.assertEqual((4, True), (ramp.level, ramp.settled))
+        # Nothing the download does moves it: a fixed read-ahead.
+        self.assertEqual(4, self.run_sample(ramp, 10, 1.0))
+        self.assertEqual(4, self.run_sample(ramp, 300, 0.0))
+
+    def test_start_is_at_most_the_maximum_and_at_least_one(self):
+        for start, level in ((9, 3), (0, 1)):
+            ramp = readahead.ReaderRamp(3, clock=self.clock, start=start)
+            self.assertEqual(level, ramp.level)
+            self.assertEqual(level == 3, ramp.settled)
+
+    def test_a_start_below_the_maximum_still_ramps(self):
+        ramp = readahead.ReaderRamp(8, clock=self.clock, start=2)
+        self.assertFalse(ramp.settled)
+        # Two readers waiting 70% of the time: 2 / 0.3 = 6.7 keep dog
+        # busy.
+        self.assertEqual(7, self.run_sample(ramp, 300, 0.7))
+
     def test_hold_settles_where_readers_run(self):
         ramp = readahead.ReaderRamp(4, clock=self.clock)
         self.assertEqual(3, self.run_sample(ramp, 300, 0.6))
