@@ -34,11 +34,16 @@ PARALLEL_THREADS = COLD.row('readahead_get_parallel_threads',
 HOT = bench.Table(
     'Read-ahead on a hot cache', 'get() on the emulator\'s hot model (each '
     'dog invocation pays a lookup and a 4 MiB inode read, as dog/vdi.c '
-    'does): one reader against the default and 16 MiB windows; vs: MB/s '
-    'over N=1.', bench.THROUGHPUT, 'mb_s')
+    'does): one reader against the default, 16 MiB windows, and four '
+    'readers from the start (no ramp); vs: MB/s over N=1.',
+    bench.THROUGHPUT, 'mb_s')
 SINGLE_HOT = HOT.row('readahead_get_single_hot', 'N=1')
 PARALLEL_HOT = HOT.row('readahead_get_parallel_hot', 'default', SINGLE_HOT)
 W16_HOT = HOT.row('readahead_get_w16_hot', '16 MiB windows', SINGLE_HOT)
+FIXED4_W16_HOT = HOT.row('readahead_get_fixed4_w16_hot',
+                         'N=4 from the start, 16 MiB windows', SINGLE_HOT)
+FIXED4_W64_HOT = HOT.row('readahead_get_fixed4_w64_hot',
+                         'N=4 from the start, 64 MiB windows', SINGLE_HOT)
 
 
 def _memory_bound(args):
@@ -55,6 +60,11 @@ RATIOS = (
                 SINGLE_THREADS, op='>=', bound=2.5),
     bench.ratio('get_parallel_vs_single_hot', PARALLEL_HOT, SINGLE_HOT,
                 op='>=', bound=0.95),
+    # The model's check: on a hot cache, four readers over small
+    # windows lose to one, as on a real cluster (hence the ramp).
+    bench.ratio('get_fixed4_w16_vs_single_hot', FIXED4_W16_HOT, SINGLE_HOT,
+                op='<=', bound=1.0),
+    bench.ratio('get_fixed4_w64_vs_single_hot', FIXED4_W64_HOT, SINGLE_HOT),
     bench.ratio('get_w16_vs_default', W16, PARALLEL),
     bench.ratio('get_w16_vs_default_hot', W16_HOT, PARALLEL_HOT),
     bench.ratio('get_parallel_rss_growth_mib', PARALLEL,
@@ -98,6 +108,13 @@ def _run(args, report, cluster):
             args.readahead_window_mib
     w16 = dict(get, opts=dict(parallel['opts'],
                               sheepdog_store_read_window=16))
+    # ReadAheadStream's ramp argument: all four readers from the start.
+    fixed4 = dict(get, all_readers=True,
+                  opts={'sheepdog_store_read_concurrency': 4})
+    fixed4_w16 = dict(fixed4, opts=dict(fixed4['opts'],
+                                        sheepdog_store_read_window=16))
+    fixed4_w64 = dict(fixed4, opts=dict(fixed4['opts'],
+                                        sheepdog_store_read_window=64))
     cluster.knobs(object_service_ms=args.readahead_object_ms)
     try:
         for row, params in ((SINGLE, single), (PARALLEL, parallel),
@@ -109,11 +126,13 @@ def _run(args, report, cluster):
     finally:
         cluster.knobs()
     report.interleave([(SINGLE_HOT, single), (PARALLEL_HOT, parallel),
-                       (W16_HOT, w16)], target,
+                       (W16_HOT, w16), (FIXED4_W16_HOT, fixed4_w16),
+                       (FIXED4_W64_HOT, fixed4_w64)], target,
                       2 if args.quick else args.sheepdog_repeats or 5,
                       cluster.env)
     report.note('readahead: %d MiB image; cold: %g ms per 4 MiB object in '
                 'each dog process; hot: none; the default read-ahead '
-                '(bound %d MiB) against N=1' % (
+                '(bound %d MiB) and, hot, four readers from the start '
+                'against N=1' % (
                     cluster.size // sheepdog_bench.MIB,
                     args.readahead_object_ms, _memory_bound(args)))

@@ -499,8 +499,31 @@ def _transfer(params, once):
     return result
 
 
+class _AllReaders(object):
+    """A fastsheep store whose get() runs every reader from the start.
+
+    Store.get ramps the readers up from one; the read-ahead stream's
+    ``ramp`` argument starts them all at once (the fixed read-ahead the
+    readahead section's ``fixed4`` rows compare with one reader).
+    """
+
+    def __init__(self, store):
+        self.store = store
+
+    def get(self, loc):
+        from glance_store_fastsheep import readahead
+        where = loc.store_location
+        size = self.store.get_size(loc)
+        return readahead.ReadAheadStream(
+            self.store.settings, where.addr, where.port, where.image, 0,
+            size, ramp=lambda most: readahead.ReaderRamp(most, start=most)
+        ), size
+
+
 def _get_row(params):
     store, loc = _store(params)
+    if params.get('all_readers'):
+        store = _AllReaders(store)
 
     def once(timed):
         count, elapsed = _timed(lambda: _consume(store, loc))
