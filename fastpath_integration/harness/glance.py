@@ -37,6 +37,7 @@ import fixtures
 import requests
 
 from fastpath_integration.harness import devstack
+from fastpath_integration.harness import host
 from fastpath_integration.harness import pike_sources
 from fastpath_integration.harness import processes
 from fastpath_integration.harness import venvs
@@ -112,7 +113,7 @@ class Glance(fixtures.Fixture):
             os.makedirs(d)
         log = os.path.join(base, 'configure.log')
         self.conf = os.path.join(etc, 'glance-api.conf')
-        port = processes.free_port()
+        port = host.free_port()
         extra = {}
         if self.release == 'pike':
             extra = self._configure_pike(venv, base, etc, port, log)

@@ -19,6 +19,7 @@ import uuid
 import fixtures
 import requests
 
+from fastpath_integration.harness import host
 from fastpath_integration.harness import processes
 from fastpath_integration.harness import venvs
 
@@ -60,7 +61,7 @@ class PostgreSQL(fixtures.Fixture):
 
     def _setUp(self):
         log = os.path.join(self.rundir, 'postgresql-setup.log')
-        if processes.port_open(5432) and _is_root():
+        if host.port_open(5432) and _is_root():
             self._reuse(log)
             return
         if self._bindir() is None:
@@ -111,7 +112,7 @@ class PostgreSQL(fixtures.Fixture):
         processes.run(as_postgres + [
             os.path.join(bindir, 'initdb'), '-D', data, '-A', 'trust',
             '-U', 'postgres', '-E', 'UTF8'], log=log)
-        port = processes.free_port()
+        port = host.free_port()
         service = processes.Service(
             'postgresql', as_postgres + [
                 os.path.join(bindir, 'postgres'), '-D', data,
@@ -120,7 +121,7 @@ class PostgreSQL(fixtures.Fixture):
             os.path.join(self.rundir, 'postgresql.log'),
             stop_signal=signal.SIGINT)
         self.useFixture(service)
-        service.wait_ready(lambda: processes.port_open(port), 60)
+        service.wait_ready(lambda: host.port_open(port), 60)
         for name in self.databases:
             self._psql('CREATE DATABASE %s' % name, log, port=port)
             self.urls[name] = 'postgresql://postgres@127.0.0.1:%d/%s' % (
@@ -139,7 +140,7 @@ class RabbitMQ(fixtures.Fixture):
         if os.environ.get('FASTPATH_TRANSPORT_URL'):
             self.url = os.environ['FASTPATH_TRANSPORT_URL']
             return
-        if processes.port_open(5672):
+        if host.port_open(5672):
             self.url = 'rabbit://guest:guest@127.0.0.1:5672/'
             LOG.info('rabbitmq: reusing the broker on port 5672')
             return
@@ -152,8 +153,8 @@ class RabbitMQ(fixtures.Fixture):
     def _private(self, server):
         base = os.path.join(self.rundir, 'rabbitmq')
         os.makedirs(base)
-        port = processes.free_port()
-        dist_port = processes.free_port()
+        port = host.free_port()
+        dist_port = host.free_port()
         with open(os.path.join(base, 'enabled_plugins'), 'w') as f:
             f.write('[].\n')
         with open(os.path.join(base, 'rabbitmq.conf'), 'w') as f:
@@ -180,7 +181,7 @@ class RabbitMQ(fixtures.Fixture):
             'rabbitmq', [server], os.path.join(self.rundir, 'rabbitmq.log'),
             env=env, stop_timeout=30)
         self.useFixture(service)
-        service.wait_ready(lambda: processes.port_open(port), 180)
+        service.wait_ready(lambda: host.port_open(port), 180)
         self.url = 'rabbit://guest:guest@127.0.0.1:%d/' % port
         LOG.info('rabbitmq: private node on port %d', port)
 
@@ -213,7 +214,7 @@ class Gnocchi(fixtures.Fixture):
         venv = venvs.ensure_venv('gnocchi')
         base = os.path.join(self.rundir, 'gnocchi')
         os.makedirs(os.path.join(base, 'storage'))
-        port = processes.free_port()
+        port = host.free_port()
         conf = os.path.join(base, 'gnocchi.conf')
         with open(conf, 'w') as f:
             f.write('[DEFAULT]\n'
@@ -267,7 +268,7 @@ class SheepdogEmulator(fixtures.Fixture):
 
     def _setUp(self):
         self.root = os.path.join(self.rundir, 'sheepdog-emulator')
-        self.port = processes.free_port()
+        self.port = host.free_port()
         self.bin_dir = os.path.join(self.root, 'bin')
         python = os.path.join(venvs.ensure_venv('glance'), 'bin', 'python')
         processes.run([

@@ -1,4 +1,4 @@
-"""Child processes and ports for the integration services.
+"""Child processes for the integration services.
 
 Every service runs in its own session so that stopping it takes its
 workers (uWSGI, cotyledon) with it; a cleanup is registered before the
@@ -9,29 +9,15 @@ it.
 import logging
 import os
 import signal
-import socket
 import subprocess
 import time
 
 import fixtures
 import requests
 
+from fastpath_integration.harness import host
+
 LOG = logging.getLogger(__name__)
-
-
-def free_port():
-    """A loopback TCP port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
-def port_open(port, host='127.0.0.1'):
-    try:
-        with socket.create_connection((host, port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 def wait_until(predicate, timeout, what, proc=None, log=None):
@@ -62,38 +48,14 @@ def http_ok(url):
     return requests.get(url, timeout=2).status_code < 500
 
 
-def process_tree(pid):
-    """pid and all its descendants, read from /proc."""
-    children = {}
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(')', 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    tree, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        tree.append(current)
-        todo.extend(children.get(current, []))
-    return tree
-
-
 def cpu_seconds(pid):
     """User + system CPU seconds of a process tree (live processes)."""
     ticks = os.sysconf('SC_CLK_TCK')
     total = 0
-    for p in process_tree(pid):
-        try:
-            with open('/proc/%d/stat' % p) as f:
-                fields = f.read().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
+    for p in host.process_tree(pid):
+        fields = host.stat(p)
+        if fields is not None:
+            total += int(fields[11]) + int(fields[12])
     return total / float(ticks)
 
 

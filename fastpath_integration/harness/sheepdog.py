@@ -31,7 +31,8 @@ clusters fall back to the shared directory, which is safe for one
 cluster at a time; ``isolated`` says which it got.
 
 The module runs on Python 2.7 (``tox -e py27``, Pike's pins) as on 3:
-only the standard library and ``fixtures``.
+only the standard library, ``fixtures`` and the harness's leaf ``host``
+(ports and the process table), never the service harness.
 """
 
 import errno
@@ -39,12 +40,13 @@ import hashlib
 import os
 import pwd
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import fixtures
+
+from fastpath_integration.harness import host
 
 LOCK_DIR = '/tmp/sheepdog_locks'
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -108,41 +110,8 @@ def available():
     return True
 
 
-def free_port():
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-    finally:
-        sock.close()
-
-
-def children(pid):
-    """(pid, state) of the child processes of pid, zombies included."""
-    found = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as stat:
-                fields = stat.read().rsplit(')', 1)[1].split()
-        except (IOError, OSError):
-            continue
-        if int(fields[1]) == pid:
-            found.append((int(entry), fields[0]))
-    return found
-
-
 def _children_of(pid):
-    return [child for child, _state in children(pid)]
-
-
-def _alive(pid):
-    try:
-        with open('/proc/%d/stat' % pid) as stat:
-            return stat.read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except (IOError, OSError):
-        return False
+    return [child for child, _state in host.children(pid)]
 
 
 class Node(object):
@@ -179,7 +148,7 @@ class Node(object):
         while _monotonic() < deadline:
             if self.process.poll() is not None:
                 break
-            if self._accepts():
+            if host.port_open(self.port, self.cluster.address):
                 self.logger_pids = _children_of(self.process.pid)
                 return
             time.sleep(0.02)
@@ -187,16 +156,6 @@ class Node(object):
         raise ClusterError('sheep %d on port %d did not start; the end of '
                            '%s:\n%s' % (self.index, self.port, self.log_path,
                                         self.log_tail()))
-
-    def _accepts(self):
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            sock.connect((self.cluster.address, self.port))
-            return True
-        except socket.error:
-            return False
-        finally:
-            sock.close()
 
     def kill(self, sig=signal.SIGKILL, wait=True):
         """Signal the sheep (SIGKILL: it dies mid-request) and reap it.
@@ -218,9 +177,9 @@ class Node(object):
         self.process.wait()
         deadline = _monotonic() + 10
         for pid in pids[1:]:
-            while _alive(pid) and _monotonic() < deadline:
+            while host.alive(pid) and _monotonic() < deadline:
                 time.sleep(0.02)
-            if _alive(pid):
+            if host.alive(pid):
                 os.kill(pid, signal.SIGKILL)
         self.process = None
 
@@ -276,7 +235,7 @@ class SheepdogCluster(fixtures.Fixture):
         self.nodes = []
         self.addCleanup(self.stop)
         for index in range(self.node_count):
-            node = Node(self, index, free_port())
+            node = Node(self, index, host.free_port())
             self.nodes.append(node)
             # One after another: a node started while another is still
             # setting up can fail to purge the lock directory.
@@ -387,7 +346,7 @@ class SheepdogCluster(fixtures.Fixture):
         for node in self.nodes:
             if node.process is not None:
                 pids.extend(pid for pid in [node.process.pid] +
-                            node.logger_pids if _alive(pid))
+                            node.logger_pids if host.alive(pid))
         return pids
 
     # -- looking at VDIs through dog itself ---------------------------------

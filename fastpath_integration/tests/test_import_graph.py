@@ -132,6 +132,18 @@ def import_graph(topdir):
             for ident, path in modules.items()}
 
 
+def reachable(graph, start):
+    """Every module start imports, directly or through others."""
+    seen, todo = set(), [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    seen.discard(start)
+    return seen
+
+
 def cycles(graph):
     """Strongly connected components that are cycles (Tarjan)."""
     index = {}
@@ -192,6 +204,20 @@ class ImportGraphTestCase(testtools.TestCase):
                       graph['fastpath_integration.harness.stack'])
         self.assertTrue([m for m in graph if m.startswith('tools/bench/')])
         self.assertEqual([], cycles(graph))
+
+    def test_the_sheepdog_fixture_stands_on_leaves(self):
+        """The fixture the plugins' 2.7 tests import: no service harness.
+
+        Its project imports, direct or not, are the ``host`` leaf only,
+        which imports nothing of the project: processes, services and
+        venvs (Python 3 only) stay out of a 2.7 test run.
+        """
+        graph = import_graph(TOPDIR)
+        host = 'fastpath_integration.harness.host'
+        self.assertEqual(set(), graph[host])
+        self.assertEqual({host}, reachable(
+            graph, 'fastpath_integration.harness.sheepdog'))
+        self.assertIn(host, graph['fastpath_integration.harness.processes'])
 
     def test_a_cycle_is_found(self):
         """The check can fail: two modules importing each other."""

@@ -122,9 +122,9 @@ def add_arguments(parser):
 
 
 def _tree_peak_rss_mib(pid):
-    from fastpath_integration.harness import processes
+    from fastpath_integration.harness import host
     peak = 0.0
-    for child in processes.process_tree(pid):
+    for child in host.process_tree(pid):
         try:
             peak = max(peak, worker.vm_hwm_mib(child))
         except (IOError, OSError):  # it ended meanwhile

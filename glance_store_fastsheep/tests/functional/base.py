@@ -28,7 +28,7 @@ from oslo_config import cfg
 from oslotest import base
 import six
 
-from fastpath_integration.harness import sheepdog
+from fastpath_integration.harness import host
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests import emulator_fixture
@@ -52,7 +52,7 @@ def os_thread_id():
 
 def children():
     """(pid, state) of this process's child processes, zombies included."""
-    return sheepdog.children(os.getpid())
+    return host.children(os.getpid())
 
 
 def cmdline(pid):

@@ -33,6 +33,7 @@ import subprocess
 import fixtures
 from oslotest import base
 
+from fastpath_integration.harness import host
 from fastpath_integration.harness import sheepdog
 from glance_store_fastsheep.tests import emulator_fixture
 from glance_store_fastsheep.tests.real.base import REQUIRE_VARIABLE
@@ -87,7 +88,7 @@ class ConformanceTestCase(base.BaseTestCase):
         refuse connections.
         """
         if down:
-            self.port = sheepdog.free_port()
+            self.port = host.free_port()
             self.real_bin = os.path.join(sheepdog.prefix(), 'bin')
         else:
             real = self.useFixture(sheepdog.SheepdogCluster(nodes=1))
