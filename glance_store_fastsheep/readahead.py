@@ -40,7 +40,7 @@ reader starts and given back when the download no longer needs it; what
 does not fit is not waited for: the download keeps the readers it has,
 down to the plain one-reader stream. The buffers are recycled through
 one pool per transfer: fresh memory for every piece would cost a page
-fault per 4 KiB (here, as much CPU as the whole transfer).
+fault for every 4 KiB page of every piece, on top of the copy.
 """
 
 import collections
@@ -78,10 +78,10 @@ class BufferPool(object):
     Each buffer is an anonymous mapping of its own, not a malloc block:
     the workers that allocate them are short-lived native threads, and
     glibc serves large blocks for those from per-thread arenas that keep
-    the memory after the transfer frees it (threads ran ~40 MiB over the
-    N x window bound that way). A mapping goes back to the kernel when
-    its last reference goes. Python 2.7's mmap has no memoryview support;
-    there the buffers are bytearrays.
+    the memory after the transfer frees it, beyond the N x window bound
+    (doc/source/fastsheep.rst, "Memory"). A mapping goes back to the
+    kernel when its last reference goes. Python 2.7's mmap has no
+    memoryview support; there the buffers are bytearrays.
 
     list.append and list.pop are atomic, which is all the sharing between
     the workers and the consumer needs.

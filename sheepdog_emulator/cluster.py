@@ -134,8 +134,8 @@ def _parse_json(text):
 
     ``import json`` pulls in ``re`` and compiles the decoder's patterns,
     which every ``dog`` call would pay: measured side by side, whole
-    ``vdi list`` calls took about 1.8 times as long with ``json.loads``
-    (doc/source/emulator.rst, "The emulator's JSON reader"). The files
+    ``vdi list`` calls took longer with ``json.loads`` (the figures are in
+    doc/source/emulator.rst, "The emulator's JSON reader"). The files
     are the emulator's own and tiny, so a plain recursive reader does.
     """
     pos = [0]
@@ -352,10 +352,11 @@ def used_bytes(path, size, shift, prealloc):
     """Bytes of the objects that hold data, as sheepdog reports 'used'.
 
     A file with every block allocated has data in every object; only a
-    sparse one is walked with SEEK_DATA/SEEK_HOLE. The walk is not free:
-    on a freshly written 1 GiB file it took 13 ms here (the kernel scans
-    the dirty page cache), a cost no real `dog vdi list` pays, which the
-    bench's downloads, each listing their image first, would carry.
+    sparse one is walked with SEEK_DATA/SEEK_HOLE. The walk is not free
+    where the file's pages are in the page cache (on tmpfs, where the
+    bench keeps the emulator's root, the kernel scans them; figures in
+    doc/source/emulator.rst), a cost no real `dog vdi list` pays, which
+    the bench's downloads, each listing their image first, would carry.
     """
     obj = 1 << shift
     whole = (size + obj - 1) // obj * obj
