@@ -8,8 +8,8 @@ with an ``__init__.py``; a directory of scripts under ``tools/`` is its
 own namespace, as its scripts put their directory first on ``sys.path``
 (``import common`` in ``tools/bench``).
 
-Runs without any service: ``python -m testtools.run
-fastpath_integration.tests.test_import_graph``.
+Runs without any service, in ``tox -e pep8`` as in the integration env:
+``python -m testtools.run fastpath_integration.tests.test_import_graph``.
 """
 
 import ast
