@@ -56,6 +56,19 @@ def stat(pid):
         return None
 
 
+def cpu_seconds(pids):
+    """User + system CPU seconds the processes pids used so far.
+
+    A pid that has gone counts 0.
+    """
+    ticks = 0
+    for pid in pids:
+        fields = stat(pid)
+        if fields is not None:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / float(os.sysconf('SC_CLK_TCK'))
+
+
 def alive(pid):
     """Whether pid runs (exists and is no zombie)."""
     fields = stat(pid)

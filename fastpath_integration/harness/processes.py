@@ -50,13 +50,7 @@ def http_ok(url):
 
 def cpu_seconds(pid):
     """User + system CPU seconds of a process tree (live processes)."""
-    ticks = os.sysconf('SC_CLK_TCK')
-    total = 0
-    for p in host.process_tree(pid):
-        fields = host.stat(p)
-        if fields is not None:
-            total += int(fields[11]) + int(fields[12])
-    return total / float(ticks)
+    return host.cpu_seconds(host.process_tree(pid))
 
 
 def cpu_seconds_once_idle(pid):
