@@ -127,9 +127,12 @@ class ReaderRamp(object):
     The cluster is shared: a reader that pays for one stream on an idle
     cluster only takes it from the other streams once they keep it busy.
     So no reader is added while the other downloads of the process run
-    BUSY_READERS ``dog vdi read`` children or more. BUSY_READERS is the
-    rule's parameter; its value is to be set from the bench's concurrent
-    download rows (default against one reader each, per concurrency).
+    BUSY_READERS ``dog vdi read`` children or more. Its value comes from
+    the bench's concurrent download rows (the default against one reader
+    each, per concurrency; doc/source/fastsheep.rst, "Many downloads at
+    once"): a few plain streams already keep a cluster as busy as one
+    download's full read-ahead does, so two busy readers are enough to
+    stop adding.
     """
 
     SAMPLE_SECONDS = 0.05
