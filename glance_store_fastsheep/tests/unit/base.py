@@ -84,6 +84,32 @@ class FakeDog(fixtures.Fixture):
             vdi.write(data)
 
 
+def held_over_limit(budget, take, give, limit, threads=8, rounds=2000):
+    """Every budget.held above limit seen while threads take and give.
+
+    Each of threads native threads takes (take(), whether it got it),
+    reads budget.held and gives back, rounds times: a budget whose lock
+    works never shows more than limit held. The caller asserts the
+    result is empty and that budget.held is 0 afterwards.
+    """
+    import threading
+    over = []
+
+    def churn():
+        for _round in range(rounds):
+            if take():
+                if budget.held > limit:
+                    over.append(budget.held)
+                give()
+
+    workers = [threading.Thread(target=churn) for _thread in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return over
+
+
 def make_conf(**overrides):
     """A ``[glance_store]`` configuration with the tests' small sizes."""
     conf = cfg.ConfigOpts()
