@@ -94,6 +94,25 @@ API_PATCHED = API.row('real_api_get_patched_py27', 'Pike + patches',
 API_PLUGIN = API.row('real_api_get_plugin_py27', 'fastsheep', API_PIKE)
 API_NATIVE = API.row('real_api_get_native_py27', 'fastsheep, native',
                      API_PLUGIN)
+# The same glance-apis, N HTTP clients at once (issue 20).
+API_MANY = bench.Table(
+    'Concurrent downloads through Pike glance-api on a real cluster '
+    '(CPython 2.7)', 'N HTTP clients (curl) fetch the image at once from '
+    'one glance-api worker; total MB/s over all of them; RSS growth of '
+    'the glance-api processes over their RSS just before (memory an '
+    'earlier row left there is not counted again) and their dog '
+    'children, sampled every 50 ms; alternating rounds; vs: native over '
+    'the dog reader\'s default.',
+    (('total MB/s', 'mb_s'), ('RSS growth MiB', 'rss_growth_mib'),
+     ('dog children at peak', 'peak_children')), 'mb_s')
+API_CLIENTS = {}
+for _count in (4, 16):
+    API_CLIENTS[_count, 'dog'] = API_MANY.row(
+        'real_api_get%d_plugin_py27' % _count, '%d clients, fastsheep'
+        % _count)
+    API_CLIENTS[_count, 'native'] = API_MANY.row(
+        'real_api_get%d_native_py27' % _count, '%d clients, fastsheep, '
+        'native' % _count, API_CLIENTS[_count, 'dog'])
 
 
 def _vs(name, node_rows, config, cache, bound=None):
@@ -385,7 +404,7 @@ def _api(args, report, cluster, native):
 
     section = services_bench._Section(args, report)
     section._full_vdi = cluster.params['name']
-    size, times = cluster.params['size'], {}
+    size, times, clients = cluster.params['size'], {}, {}
     rundir = tempfile.mkdtemp(prefix='fastpath-bench-')
     os.chmod(rundir, 0o755)
     configs = [(API_PIKE, 'sheepdog', None), (API_PATCHED, 'patched', None),
@@ -415,15 +434,87 @@ def _api(args, report, cluster, native):
                             row.name, got, size))
                     times.setdefault(row, []).append(
                         size / report.rows[row.name]['mb_s'] / 1e6)
+            many = [(count, reader, urls[API_NATIVE if reader == 'native'
+                                         else API_PLUGIN])
+                    for count, reader in sorted(API_CLIENTS)
+                    if reader == 'dog' or native]
+            for number in range(rounds(args)):
+                for count, reader, (api, url) in (
+                        many if number % 2 == 0 else many[::-1]):
+                    row = API_CLIENTS[count, reader]
+                    result = _clients(api, url, size, count)
+                    merged = clients.setdefault(row, dict(result,
+                                                          times_s=[]))
+                    merged['times_s'] += result['times_s']
+                    for key in ('rss_growth_mib', 'peak_children'):
+                        merged[key] = max(merged[key], result[key])
     except Exception as exc:  # noqa: these rows, not the section
-        for row, _store, _reader in configs:
-            if row not in times:
+        for row in [config[0] for config in configs] + list(
+                API_CLIENTS.values()):
+            if row not in times and row not in clients:
                 report.failed(row, exc)
     finally:
         shutil.rmtree(rundir, ignore_errors=True)
     for row, values in times.items():
         report.add(row, times_s=[round(t, 3) for t in values],
                    mb_s=round(size / worker.median(values) / 1e6, 1))
+    for row, result in clients.items():
+        result['mb_s'] = round(result['size'] / worker.median(
+            result['times_s']) / 1e6, 1)
+        report.add(row, **result)
+
+
+def _clients(api, url, size, count):
+    """count curls of url at once against one glance-api.
+
+    Total MB/s over the wall time of all of them; the largest RSS growth
+    of glance-api's processes (their summed VmRSS over the sum before)
+    and the most ``dog``/``collie`` children, sampled every 50 ms.
+    """
+    import time
+
+    from fastpath_integration.harness import glance as harness_glance
+    from fastpath_integration.harness import host
+    cmd = ['curl', '-sS', '-f', '-H', 'Expect:', '-o', '/dev/null', '-w',
+           '%{size_download}']
+    for key, value in harness_glance.ADMIN_HEADERS.items():
+        cmd += ['-H', '%s: %s' % (key, value)]
+
+    def sample():
+        rss, dogs = 0.0, 0
+        for pid in host.process_tree(api.pid):
+            try:
+                with open('/proc/%d/comm' % pid) as comm:
+                    if comm.read().strip() in ('dog', 'collie'):
+                        dogs += 1
+                        continue
+                rss += worker.vm_hwm_mib(pid, 'VmRSS')
+            except (IOError, OSError):  # it ended meanwhile
+                continue
+        return rss, dogs
+    before = sample()[0]
+    peak_rss, peak_dogs = before, 0
+    started = worker.monotonic()
+    curls = [subprocess.Popen(cmd + [url], stdout=subprocess.PIPE)
+             for _ in range(count)]
+    try:
+        while any(curl.poll() is None for curl in curls):
+            rss, dogs = sample()
+            peak_rss, peak_dogs = max(peak_rss, rss), max(peak_dogs, dogs)
+            time.sleep(0.05)
+        wall = worker.monotonic() - started
+    finally:
+        for curl in curls:
+            if curl.poll() is None:
+                curl.kill()
+    for curl in curls:
+        got = curl.communicate()[0]
+        if curl.returncode or int(got or 0) != size:
+            raise RuntimeError('%d clients: curl exit %s, %s bytes, not %d'
+                               % (count, curl.returncode, got, size))
+    return {'times_s': [round(wall, 3)], 'size': count * size,
+            'size_mib': size // MIB, 'peak_children': peak_dogs,
+            'rss_growth_mib': round(peak_rss - before, 1)}
 
 
 # -- worker side --------------------------------------------------------------

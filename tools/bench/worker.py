@@ -30,15 +30,16 @@ TOPDIR = os.path.dirname(os.path.dirname(HERE))
 MIB = float(1 << 20)
 
 
-def vm_hwm_mib(pid='self'):
-    """Peak RSS (VmHWM) of a process, in MiB.
+def vm_hwm_mib(pid='self', field='VmHWM'):
+    """Peak RSS (VmHWM) of a process, in MiB; or another field's MiB.
 
     Not ru_maxrss: Linux carries ru_maxrss across execve, so a worker
     spawned by a bigger parent would report the parent's peak as its own.
+    ``field='VmRSS'`` gives the RSS now.
     """
     with open('/proc/%s/status' % pid) as status:
         for line in status:
-            if line.startswith('VmHWM:'):
+            if line.startswith(field + ':'):
                 return int(line.split()[1]) / 1024.0
     return 0.0
 
