@@ -473,12 +473,10 @@ def _clients(api, url, size, count):
     """
     import time
 
-    from fastpath_integration.harness import glance as harness_glance
     from fastpath_integration.harness import host
-    cmd = ['curl', '-sS', '-f', '-H', 'Expect:', '-o', '/dev/null', '-w',
-           '%{size_download}']
-    for key, value in harness_glance.ADMIN_HEADERS.items():
-        cmd += ['-H', '%s: %s' % (key, value)]
+    import services_bench
+    cmd = services_bench.curl_command() + [
+        '-o', '/dev/null', '-w', '%{size_download}']
 
     def sample():
         rss, dogs = 0.0, 0

@@ -132,6 +132,15 @@ def _tree_peak_rss_mib(pid):
     return round(peak, 1)
 
 
+def curl_command():
+    """curl, failing on HTTP errors, with the harness's admin headers."""
+    from fastpath_integration.harness import glance as harness_glance
+    cmd = ['curl', '-sS', '-f', '-H', 'Expect:']
+    for key, value in harness_glance.ADMIN_HEADERS.items():
+        cmd += ['-H', '%s: %s' % (key, value)]
+    return cmd
+
+
 class _Section(object):
 
     name = 'services'
@@ -163,11 +172,8 @@ class _Section(object):
 
     def _curl_row(self, row, glance, size, args):
         """One curl against glance: MB/s, glance-api's CPU and peak RSS."""
-        from fastpath_integration.harness import glance as harness_glance
         from fastpath_integration.harness import processes
-        cmd = ['curl', '-sS', '-f', '-H', 'Expect:']
-        for key, value in harness_glance.ADMIN_HEADERS.items():
-            cmd += ['-H', '%s: %s' % (key, value)]
+        cmd = curl_command()
         cpu = processes.cpu_seconds(glance.pid)
         start = time.monotonic()
         out = subprocess.run(cmd + args, check=True, capture_output=True,
