@@ -1,0 +1,108 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The one small interface the store talks to sheepdog through.
+
+Two clients implement it: ``native`` speaks sheep's own protocol (no
+sheepdog package on the glance host) and ``dog`` runs the sheepdog
+command line tool. ``store.py`` picks one at configure time with
+``get_client`` and never looks behind this interface, as glance_store's
+cinder driver picks its connector in ``_drivers/cinder/base.py``.
+
+Every method that names an ``address`` and ``port`` takes them from the
+image's location: where to start, which the configured entry points may
+complement. ``write`` always creates the image through the configured
+cluster.
+"""
+
+import abc
+
+from glance_store import exceptions
+import six
+
+NATIVE = 'native'
+DOG = 'dog'
+CLIENTS = (NATIVE, DOG)
+
+
+@six.add_metaclass(abc.ABCMeta)
+class Client(object):
+    """What the store asks of sheepdog, whichever way it is asked.
+
+    Errors are glance_store exceptions: ``NotFound`` for a missing image,
+    ``Duplicate`` for an existing name on write, ``StorageFull``,
+    ``InUseByStore`` and ``Forbidden`` where sheepdog means those, and a
+    ``BackendException`` that names sheepdog's own code and the node for
+    anything else.
+    """
+
+    def __init__(self, settings):
+        self.settings = settings
+
+    @abc.abstractmethod
+    def check(self):
+        """Check at configure time that the configured cluster can serve.
+
+        Raises ``ClientError`` with a message meant for the operator.
+        """
+
+    @abc.abstractmethod
+    def lookup(self, address, port, name):
+        """Return the current VDI ``name`` (an object with ``size``) or None.
+        """
+
+    def size(self, address, port, name):
+        """Return the size of image ``name`` in bytes; NotFound if missing.
+        """
+        info = self.lookup(address, port, name)
+        if info is None:
+            raise exceptions.NotFound(
+                message='sheepdog image %s does not exist at %s:%d'
+                % (name, address, port))
+        return info.size
+
+    @abc.abstractmethod
+    def read(self, address, port, name, offset, length):
+        """Return a lazy iterable of ``length`` bytes from ``offset``.
+
+        It connects or spawns nothing until iterated, and has ``close()``.
+        """
+
+    @abc.abstractmethod
+    def write(self, name, source, digest, image_size):
+        """Create image ``name`` and write ``source`` into it.
+
+        ``image_size`` 0 means unknown (a chunked upload). Every byte
+        written goes through ``digest``. Returns the bytes written. On
+        failure nothing of the image is left behind where the cluster
+        allows it, and the error is raised.
+        """
+
+    @abc.abstractmethod
+    def delete(self, address, port, name):
+        """Delete image ``name``; NotFound if it does not exist."""
+
+
+class ClientError(Exception):
+    """A configuration the chosen client cannot work with."""
+
+
+def get_client(settings):
+    """Return the client ``settings.client`` names.
+
+    Imported here, not at the top: each implementation imports this
+    module for its base class.
+    """
+    if settings.client == NATIVE:
+        from glance_store_fastsheep.native import client as native_client
+        return native_client.NativeClient(settings)
+    from glance_store_fastsheep import dog_client
+    return dog_client.DogClient(settings)
