@@ -16,13 +16,15 @@ A page that tells an operator to run ``tox -e line-rocky`` or to set
 so does a skip reason naming an env that no longer exists. The pages are
 README.rst, patches/README.rst, devstack/README.rst when there is one,
 and doc/source/*.rst; skip reasons are the ``tox -e`` references in the
-project's Python files.
+project's Python files; the Zuul jobs are ``.zuul.yaml``'s
+``tox_envlist``.
 
 How a page names an env, so that this check is exact, not fuzzy:
 
 * ``tox -e NAME`` (or ``tox -e NAME1,NAME2``), in prose or in a command
   block: every NAME must be an env of tox.ini (its envlist or a
-  ``[testenv:...]`` section, factor braces expanded). A NAME written in
+  ``[testenv:...]`` section, factor braces expanded), or a ``pyXY`` env,
+  which tox 4 makes from ``[testenv]`` on demand. A NAME written in
   capitals (``tox -e line-LINE``) is a placeholder; one with ``*`` is a
   pattern that must match at least one env.
 * ``line-NAME`` anywhere on a page (``line-queens``, ``line-*``): the
@@ -168,6 +170,10 @@ def env_problem(name, envs):
     """
     if '%' in name or any(part.isupper() for part in name.split('-')):
         return None
+    if re.match(r'py\d+$', name):
+        # tox 4 makes pyXY envs from [testenv] on demand (Zuul's
+        # openstack-tox-py311 runs one).
+        return None
     if matches(name, envs):
         return None
     if '*' in name:
@@ -277,6 +283,20 @@ class DocsNameWhatExistsTest(testtools.TestCase):
                 if problem:
                     problems.append('%s: %s' % (
                         self.where(path, text, offset), problem))
+        self.assertEqual([], problems)
+
+    def test_zuul_jobs_run_existing_envs(self):
+        path = os.path.join(TOPDIR, '.zuul.yaml')
+        if not os.path.exists(path):
+            self.skipTest('no .zuul.yaml')
+        text = self.read(path)
+        problems = []
+        for match in re.finditer(r'tox_envlist:\s*(\S+)', text):
+            for name in match.group(1).split(','):
+                problem = env_problem(name, self.envs)
+                if problem:
+                    problems.append('%s: %s' % (
+                        self.where(path, text, match.start(1)), problem))
         self.assertEqual([], problems)
 
     def test_skip_reasons_name_existing_envs(self):
