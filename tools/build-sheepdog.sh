@@ -8,6 +8,14 @@
 #                    default ../shared/sheepdog/sheepdog-1.0.1.tar.gz
 #                    beside the checkout, checked against the SHA256SUMS
 #                    file next to it when there is one.
+#   SHEEPDOG_SHA256  the archive's expected sha256; a mismatch fails.
+#   SHEEPDOG_REQUIRE_SHA256
+#                    when 1, an archive that neither SHEEPDOG_SHA256 nor a
+#                    SHA256SUMS entry vouches for is refused (the devstack
+#                    plugin sets it: its archive may come from a URL).
+#
+#   build-sheepdog.sh --packages prints the Debian packages a build needs
+#   and exits (the devstack plugin installs them with install_package).
 #
 # A build goes to FASTPATH_CACHE_DIR (default ~/.cache/openstack-fastpath)
 # under sheepdog/<sha256 of the archive>, never into /usr, and is reused.
@@ -21,6 +29,11 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 log() { echo "build-sheepdog: $*" >&2; }
+packages="autoconf automake libtool pkg-config make gcc liburcu-dev yasm"
+if [ "${1:-}" = "--packages" ]; then
+    echo "$packages"
+    exit 0
+fi
 
 if [ -n "${SHEEPDOG_PREFIX:-}" ]; then
     for bin in sbin/sheep bin/dog; do
@@ -41,11 +54,26 @@ fi
 source=$(cd "$(dirname "$source")" && pwd)/$(basename "$source")
 sha=$(sha256sum "$source" | cut -d' ' -f1)
 sums=$(dirname "$source")/SHA256SUMS
+verified=""
 if [ -f "$sums" ] && grep -q "$(basename "$source")" "$sums"; then
     if ! grep "$(basename "$source")" "$sums" | grep -q "^$sha "; then
         log "$source does not match $sums"
         exit 1
     fi
+    verified=$sums
+fi
+if [ -n "${SHEEPDOG_SHA256:-}" ]; then
+    if [ "$sha" != "$SHEEPDOG_SHA256" ]; then
+        log "$source has sha256 $sha, not SHEEPDOG_SHA256=$SHEEPDOG_SHA256"
+        exit 1
+    fi
+    verified=SHEEPDOG_SHA256
+fi
+if [ "${SHEEPDOG_REQUIRE_SHA256:-0}" = "1" ] && [ -z "$verified" ]; then
+    log "$source is not verified: set SHEEPDOG_SHA256 to the sha256 you"
+    log "have for this archive from a source you trust, or list it in a"
+    log "SHA256SUMS file beside it"
+    exit 1
 fi
 
 cache=${FASTPATH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/openstack-fastpath}
@@ -64,7 +92,6 @@ if [ -x "$prefix/sbin/sheep" ] && [ -x "$prefix/bin/dog" ]; then
     exit 0
 fi
 
-packages="autoconf automake libtool pkg-config make gcc liburcu-dev yasm"
 missing=""
 for package in $packages; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null |
