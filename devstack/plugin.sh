@@ -9,6 +9,7 @@ _XTRACE_FASTPATH=$(set +o | grep xtrace)
 set -o xtrace
 
 source "$FASTPATH_DIR/devstack/lib/fastpath"
+source "$FASTPATH_DIR/devstack/lib/sheepdog"
 
 # The interpreter of the environment glance and ceilometer use: the
 # global venv on current devstack, the system python on older ones.
@@ -39,6 +40,9 @@ function install_fastpath_emulator {
 }
 
 function configure_fastpath {
+    if is_service_enabled fastsheep-cluster; then
+        fastpath_use_cluster
+    fi
     if is_service_enabled fastsheep && is_service_enabled g-api; then
         configure_fastpath_glance "$GLANCE_API_CONF" \
             "$(fastpath_glance_store_mode "$(_fastpath_python)")"
@@ -65,6 +69,9 @@ function verify_fastpath {
 'ceilometer.sample.publisher', '$FASTPATH_CEILOMETER_PUBLISHER',
 invoke_on_load=False)"
     fi
+    if is_service_enabled fastsheep-cluster; then
+        fastpath_cluster_wait_running
+    fi
 }
 
 function cleanup_fastpath {
@@ -74,15 +81,42 @@ function cleanup_fastpath {
             "$CEILOMETER_CONF_DIR/event_pipeline.yaml"
     fi
     rm -rf "$FASTPATH_EMULATOR_DIR"
+    if is_service_enabled fastsheep-cluster; then
+        cleanup_fastpath_cluster
+    fi
     pip_uninstall openstack-fastpath || true
 }
 
-if is_service_enabled fastsheep metriccache fastsheep-emulator; then
-    if [[ "$1" == "stack" && "$2" == "install" ]]; then
+if [[ "$1" == "stack" ]] && is_service_enabled fastsheep-cluster && \
+        is_service_enabled fastsheep-emulator; then
+    die $LINENO "fastsheep-cluster and fastsheep-emulator are exclusive:" \
+        "glance's default store is one or the other"
+fi
+
+if is_service_enabled fastsheep metriccache fastsheep-emulator \
+        fastsheep-cluster; then
+    if [[ "$1" == "stack" && "$2" == "pre-install" ]]; then
+        if is_service_enabled fastsheep-cluster; then
+            # The build's packages: the stack user runs the build
+            # without root.
+            # shellcheck disable=SC2046
+            install_package $(fastpath_sheepdog_packages)
+        fi
+    elif [[ "$1" == "stack" && "$2" == "install" ]]; then
         echo_summary "Installing openstack-fastpath"
         install_fastpath
+        if is_service_enabled fastsheep-cluster; then
+            echo_summary "Building sheepdog for fastsheep-cluster"
+            install_fastpath_sheepdog
+        fi
     elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
         echo_summary "Configuring openstack-fastpath"
+        if is_service_enabled fastsheep-cluster; then
+            # Before glance-api starts (after this phase), so that its
+            # store finds the cluster formatted.
+            echo_summary "Starting the sheepdog cluster"
+            start_fastpath_cluster
+        fi
         if is_service_enabled fastsheep-emulator; then
             install_fastpath_emulator
         fi
@@ -96,9 +130,11 @@ if is_service_enabled fastsheep metriccache fastsheep-emulator; then
     fi
 
     if [[ "$1" == "unstack" ]]; then
-        # No daemon of its own: glance and ceilometer are stopped by
-        # devstack, the emulator is plain files.
-        :
+        # glance and ceilometer are stopped by devstack, the emulator is
+        # plain files; the cluster's nodes are this plugin's services.
+        if is_service_enabled fastsheep-cluster; then
+            stop_fastpath_cluster
+        fi
     fi
 
     if [[ "$1" == "clean" ]]; then
