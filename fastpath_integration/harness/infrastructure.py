@@ -48,7 +48,8 @@ class PostgreSQL(fixtures.Fixture):
     """
 
     def __init__(self, rundir,
-                 databases=('gnocchi', 'glance', 'glance_eventlet')):
+                 databases=('gnocchi', 'glance', 'glance_eventlet',
+                            'glance_devstack')):
         super(PostgreSQL, self).__init__()
         self.rundir = rundir
         self.databases = databases

@@ -41,6 +41,9 @@ EMULATOR_BACKEND = 'emulator'
 # Real deployments: several sheep, objects replicated.
 CLUSTER_NODES = 3
 CLUSTER_COPIES = 2
+# The devstack plugin's fastsheep-cluster, as its settings default.
+DEVSTACK_NODES = 3
+DEVSTACK_COPIES = 2
 
 
 def describe(sheep):
@@ -141,6 +144,7 @@ class Stack(fixtures.Fixture):
                                   'conf': api.conf, 'pid': api.pid,
                                   'driver_file': api.driver_file,
                                   'server': 'eventlet-py27'}
+            self._devstack_glance(pg)
         self.env_file = os.path.join(self.rundir, 'env.json')
         with open(self.env_file, 'w') as f:
             json.dump(self.info, f, indent=2)
@@ -171,6 +175,26 @@ class Stack(fixtures.Fixture):
                 'topic': PIKE_TOPIC, 'pid': agent.pid, 'log': agent.log,
                 'pipeline': agent.pipeline,
                 'dispatcher': agent.dispatcher_file}}
+
+    def _devstack_glance(self, pg):
+        """The plugin's fastsheep-cluster and a glance-api on it.
+
+        The cluster is built and started by devstack/lib/sheepdog, and
+        glance's default store pointed at it by the same functions as in
+        a stack.sh run (the uWSGI glance-api of the current release, one
+        worker: one round trip is all its test does).
+        """
+        cluster = self.useFixture(devstack.DevstackCluster(
+            self.rundir, nodes=DEVSTACK_NODES, copies=DEVSTACK_COPIES))
+        self.info['devstack_sheepdog'] = dict(
+            describe(cluster), nodes=DEVSTACK_NODES, copies=DEVSTACK_COPIES,
+            isolated=cluster.isolated, pids=cluster.pids)
+        api = self.useFixture(glance.Glance(
+            self.rundir, 'glance_devstack', sheepdog=cluster,
+            server='uwsgi', db_url=pg.urls['glance_devstack'], workers=1))
+        self.info['glance_devstack'] = {
+            'url': api.url, 'backend': api.backend, 'conf': api.conf,
+            'pid': api.pid, 'server': 'uwsgi'}
 
     def _real_cluster(self):
         """The run's real cluster, or None with the reason in the info."""
