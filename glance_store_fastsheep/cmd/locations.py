@@ -60,7 +60,11 @@ SOME_UNSERVED = 1
 ERROR = 2
 
 Location = collections.namedtuple('Location', 'image uri metadata')
-Result = collections.namedtuple('Result', 'location backend reason')
+# how: what gave the backend. ``store``: the location's own store id;
+# ``url_prefix``: glance's attribution; ``search``: glance_store's
+# fallback for a location glance attributes to none; ``scheme``: single
+# store.
+Result = collections.namedtuple('Result', 'location backend how reason')
 
 
 class InputError(ValueError):
@@ -170,7 +174,7 @@ class Checker(object):
         self.prefixes = {}
         for scheme, stores in gs_location.SCHEME_TO_CLS_BACKEND_MAP.items():
             for backend_id, info in stores.items():
-                self.prefixes.setdefault(backend_id, info['store'].url_prefix)
+                self.prefixes.setdefault(backend_id, _prefix(info['store']))
         missing = [b for b in self.backends if b not in self.prefixes]
         if missing:
             raise ConfigError(
@@ -209,7 +213,7 @@ class Checker(object):
         scheme = urlparse.urlparse(uri).scheme
         stores = gs_location.SCHEME_TO_CLS_BACKEND_MAP.get(scheme, {})
         for backend_id, info in stores.items():
-            prefix = info['store'].url_prefix
+            prefix = _prefix(info['store'])
             if prefix and uri.startswith(prefix):
                 return backend_id
         return None
@@ -224,34 +228,63 @@ class Checker(object):
         # glance's update_store_in_locations keeps a ``store`` that names
         # an enabled backend and replaces any other by the prefix rule.
         backend_id = loc.metadata.get('store')
+        how = 'store'
         if backend_id not in self.backends:
             backend_id = self._backend_by_prefix(loc.uri)
-        if backend_id is None:
-            scheme = urlparse.urlparse(loc.uri).scheme
-            stores = gs_location.SCHEME_TO_CLS_BACKEND_MAP.get(scheme)
-            if not stores:
-                reason = 'no backend has scheme %s' % (scheme or '(none)')
-            else:
-                reason = 'no url_prefix of %s begins it' % ', '.join(
-                    '%s (%s)' % (b, stores[b]['store'].url_prefix)
-                    for b in stores)
-            return Result(loc, None, reason)
-        try:
-            gs_location.get_location_from_uri_and_backend(
-                loc.uri, backend_id, conf=self.conf)
-        except (exceptions.BadStoreUri, exceptions.UnknownScheme) as exc:
-            return Result(loc, None, 'backend %s cannot read it: %s'
-                          % (backend_id, _message(exc)))
-        return Result(loc, backend_id, None)
+            how = 'url_prefix'
+        if backend_id is not None:
+            try:
+                gs_location.get_location_from_uri_and_backend(
+                    loc.uri, backend_id, conf=self.conf)
+            except (exceptions.BadStoreUri, exceptions.UnknownScheme) as exc:
+                return Result(loc, None, None, 'backend %s cannot read it: %s'
+                              % (backend_id, _message(exc)))
+            return Result(loc, backend_id, how, None)
+        found = self._backend_by_search(loc.uri)
+        if found is not None:
+            return Result(loc, found, 'search', None)
+        scheme = urlparse.urlparse(loc.uri).scheme
+        stores = gs_location.SCHEME_TO_CLS_BACKEND_MAP.get(scheme)
+        if not stores:
+            reason = 'no backend has scheme %s' % (scheme or '(none)')
+        else:
+            reason = 'no url_prefix of %s begins it' % ', '.join(
+                '%s (%s)' % (b, _prefix(stores[b]['store'])) for b in stores)
+        return Result(loc, None, None, reason)
+
+    def _backend_by_search(self, uri):
+        """The backend glance_store reads a location without backend id from.
+
+        ``multi_backend.get`` and ``delete``, given no backend, try each
+        enabled backend whose store *type* (the entry-point name, not the
+        scheme) begins the URI and whose location class parses it. A
+        ``sheepdog://`` URI never begins with ``fastsheep``; a ``file://``
+        one begins with ``file``.
+        """
+        for backend_id, store_type in self.backends.items():
+            if not uri.startswith(store_type):
+                continue
+            try:
+                gs_location.get_location_from_uri_and_backend(
+                    uri, backend_id, conf=self.conf)
+            except (exceptions.BadStoreUri, exceptions.UnknownScheme):
+                continue
+            return backend_id
+        return None
 
     def _check_single(self, loc):
         try:
             parsed = gs_location.get_location_from_uri(loc.uri,
                                                        conf=self.conf)
         except (exceptions.BadStoreUri, exceptions.UnknownScheme) as exc:
-            return Result(loc, None, _message(exc))
+            return Result(loc, None, None, _message(exc))
         info = gs_location.SCHEME_TO_CLS_MAP[parsed.store_name]
-        return Result(loc, info['store_entry'], None)
+        return Result(loc, info['store_entry'], 'scheme', None)
+
+
+def _prefix(store_instance):
+    # glance_store 0.26 and 0.28 (Rocky, Stein) have no url_prefix.
+    return getattr(store_instance, 'url_prefix', None)
 
 
 def _message(exc):
@@ -344,9 +377,13 @@ def check_locations(conf, text):
 
 def _summary(checker, results, out):
     unserved = [r for r in results if r.backend is None]
+    searched = [r for r in results if r.how == 'search']
     print('%d location(s): %d served, %d served by no backend'
           % (len(results), len(results) - len(unserved), len(unserved)),
           file=out)
+    if searched:
+        print('  %d served only through glance_store\'s search by store type'
+              % len(searched), file=out)
     if checker.mode != 'multi':
         return
     # Sheepdog locations that no backend takes, by the sheep they were
@@ -413,6 +450,9 @@ def main(argv=None, stdin=None, out=None, err=None):
             if conf.unserved_only:
                 continue
             line = 'served    %s %s' % (result.backend, loc.uri)
+            if result.how == 'search':
+                line += (' (no backend id: glance_store finds it by store '
+                         'type for reads and deletes only)')
         else:
             line = 'UNSERVED  - %s: %s' % (loc.uri, result.reason)
         if loc.image:

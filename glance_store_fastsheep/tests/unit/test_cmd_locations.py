@@ -186,6 +186,27 @@ class MultiConfigTest(LocationsTest):
         self.assertEqual('fs', served[self.images['local']])
         self.assertEqual('web', served[self.images['web']])
 
+    def test_search_by_store_type(self):
+        # A location glance attributes to no backend is still read by
+        # glance_store's search, which compares the store type, not the
+        # scheme: file:// begins with "file", sheepdog:// never with
+        # "fastsheep", fastsheep:// does.
+        outside = 'file://%s/elsewhere/img' % self.tmp
+        text = '\n'.join([outside, self.images['via12'],
+                          'fastsheep://10.0.0.12:7000:via12'])
+        _checker, results = locations.check_locations(
+            self.load(self.new_conf()), text)
+        self.assertEqual(
+            [(outside, 'fs', 'search'),
+             (self.images['via12'], None, None),
+             ('fastsheep://10.0.0.12:7000:via12', 'fast', 'search')],
+            [(r.location.uri, r.backend, r.how) for r in results])
+        status, out, _err = self.run_main(
+            '--config-file', self.new_conf(), stdin=six.StringIO(outside))
+        self.assertEqual(locations.ALL_SERVED, status)
+        self.assertIn('served    fs %s (no backend id' % outside, out)
+        self.assertIn("1 served only through glance_store's search", out)
+
     def test_unserved_only(self):
         path = self.write('locs.txt', self.uri_lines())
         _status, out, _err = self.run_main(
