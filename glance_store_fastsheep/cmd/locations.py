@@ -283,7 +283,7 @@ class Checker(object):
 
 
 def _prefix(store_instance):
-    # glance_store 0.26 and 0.28 (Rocky, Stein) have no url_prefix.
+    # glance_store before 1.0.0 (Train) has no url_prefix.
     return getattr(store_instance, 'url_prefix', None)
 
 
