@@ -308,16 +308,19 @@ def _locations_of(item, where):
     if 'url' in item:
         return [Location(None, item['url'], item.get('metadata') or {})]
     image = _label(item)
-    found = item.get('locations')
-    properties = item.get('properties')
-    if found is None and isinstance(properties, dict):
-        found = properties.get('locations')
+    # glance's API puts them at the top; ``openstack image show`` moves
+    # every field it does not list itself into ``properties``.
+    fields = {}
+    if isinstance(item.get('properties'), dict):
+        fields.update(item['properties'])
+    fields.update(item)
+    found = fields.get('locations')
     if found:
         return [Location(image, loc['url'], loc.get('metadata') or {})
                 if isinstance(loc, dict) else Location(image, loc, {})
                 for loc in found]
-    if item.get('direct_url'):
-        return [Location(image, item['direct_url'], {})]
+    if fields.get('direct_url'):
+        return [Location(image, fields['direct_url'], {})]
     raise InputError(
         '%s: image %s carries no locations nor direct_url. '
         '`openstack image list --long` never shows locations; give '

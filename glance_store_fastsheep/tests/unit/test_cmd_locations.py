@@ -480,10 +480,18 @@ class InputTest(LocationsTest):
         self.assertEqual([('i1', 'sheepdog://a', {'store': 'fast'}),
                           ('i1', 'http://b/c', {})], self.parse(text))
 
-    def test_locations_in_properties(self):
-        text = json.dumps([{'id': 'i1', 'properties': {
-            'locations': [{'url': 'sheepdog://a', 'metadata': {}}]}}])
-        self.assertEqual([('i1', 'sheepdog://a', {})], self.parse(text))
+    def test_openstack_image_show_properties(self):
+        # openstackclient's _format_image moves every field it does not
+        # list itself, locations and direct_url among them, into
+        # properties.
+        text = json.dumps([
+            {'id': 'i1', 'name': 'one', 'properties': {
+                'locations': [{'url': 'sheepdog://a', 'metadata': {}}],
+                'direct_url': 'sheepdog://a'}},
+            {'id': 'i2', 'properties': {'direct_url': 'sheepdog://b',
+                                        'os_hash_algo': 'sha512'}}])
+        self.assertEqual([('i1', 'sheepdog://a', {}),
+                          ('i2', 'sheepdog://b', {})], self.parse(text))
 
     def test_image_list_long_has_no_locations(self):
         text = json.dumps([{'ID': 'i1', 'Name': 'cirros',
