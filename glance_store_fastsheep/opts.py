@@ -47,8 +47,9 @@ DEFAULT_WRITE_BUDGET = 16
 DEFAULT_READ_CONCURRENCY = 4
 DEFAULT_READ_WINDOW = 64
 DEFAULT_READAHEAD_BUDGET = 256
-READERS = ('dog', 'native')
-DEFAULT_READER = 'dog'
+# The clients the store may talk to sheepdog through (client.CLIENTS).
+CLIENTS = ('native', 'dog')
+DEFAULT_CLIENT = 'native'
 
 # The in-tree driver's options that this driver shares, by name: the
 # three of Pike's sheepdog driver and the read size that
@@ -71,20 +72,22 @@ is rounded up to one, with a warning, so that no two writers ever
 share an object. When the image size is not known in advance (chunked
 upload) one chunk is held in memory before it is written, because a
 sheepdog VDI cannot be shrunk. Downloads do not use this option: one
-process streams the whole range. Same name and default as the in-tree
-Pike sheepdog driver.
+process streams the whole range. Used by the ``dog`` client
+(``sheepdog_store_client``). Same name and default as the in-tree Pike
+sheepdog driver.
 
 Possible values:
     * A positive integer (MiB); multiples of 4 are used as given
 
 Related options:
+    * sheepdog_store_client
     * sheepdog_store_write_concurrency
     * sheepdog_store_read_size
 """),
     cfg.PortOpt('sheepdog_store_port',
                 default=DEFAULT_PORT,
                 help="""
-Port of the sheep daemon that ``dog`` talks to (``dog -p``).
+Port of the sheep daemon the store talks to (``dog -p``).
 
 New images are stored there and their locations carry this port. Same
 name and default as the in-tree Pike sheepdog driver.
@@ -98,7 +101,7 @@ Related options:
     cfg.HostAddressOpt('sheepdog_store_address',
                        default=DEFAULT_ADDR,
                        help="""
-Address of the sheep daemon that ``dog`` talks to (``dog -a``).
+Address of the sheep daemon the store talks to (``dog -a``).
 
 New images are stored there and their locations carry this address, so
 images written earlier stay readable after it changes. Same name and
@@ -139,7 +142,7 @@ Related options:
                default=DEFAULT_PIPE_SIZE,
                help="""
 Requested kernel buffer size, in bytes, of the pipes to and from
-``dog`` (``fcntl F_SETPIPE_SZ``).
+``dog`` (``fcntl F_SETPIPE_SZ``); used by the ``dog`` client only.
 
 The default Linux pipe holds 64 KiB, which caps every read at 64 KiB.
 Unprivileged processes may not exceed ``/proc/sys/fs/pipe-max-size``
@@ -157,8 +160,8 @@ Related options:
                min=1,
                default=DEFAULT_WRITE_CONCURRENCY,
                help="""
-Maximum number of ``dog vdi write`` processes one upload keeps in
-flight.
+Maximum number of writes one upload keeps in flight: ``dog vdi write``
+processes with the ``dog`` client, object writes with ``native``.
 
 1 writes chunk after chunk, each waited on before the next one starts.
 Larger values overlap the start-up and commit time of each call with
@@ -208,7 +211,9 @@ Related options:
                min=1,
                default=DEFAULT_READ_CONCURRENCY,
                help="""
-Most ``dog vdi read`` processes one download runs at once.
+Most ``dog vdi read`` processes one download runs at once, with the
+``dog`` client (the ``native`` client keeps several object reads in
+flight on one connection instead and does not use this option).
 
 With 1, a download is one ``dog vdi read`` for the whole range. With
 more, a download longer than one window starts with that one process
@@ -243,7 +248,7 @@ Related options:
                min=4,
                default=DEFAULT_READ_WINDOW,
                help="""
-Size, in MiB, of one read-ahead window.
+Size, in MiB, of one read-ahead window of the ``dog`` client.
 
 Used when ``sheepdog_store_read_concurrency`` is more than 1; rounded up
 to a multiple of the 4 MiB sheepdog object size, with a warning. Each
@@ -267,8 +272,8 @@ Related options:
                min=0,
                default=DEFAULT_READAHEAD_BUDGET,
                help="""
-Memory, in MiB, that all the downloads of one glance-api process may
-hold for read-ahead together.
+Memory, in MiB, that all the ``dog`` client's downloads of one
+glance-api process may hold for read-ahead together.
 
 Every read-ahead window in flight holds ``sheepdog_store_read_window``
 MiB of it, taken before its extra ``dog vdi read`` starts and given
@@ -295,50 +300,58 @@ Related options:
     * ``sheepdog_store_read_window``
     * ``sheepdog_store_read_size``
 """),
-    cfg.StrOpt('sheepdog_store_reader',
-               default=DEFAULT_READER,
-               choices=READERS,
+    cfg.StrOpt('sheepdog_store_client',
+               default=DEFAULT_CLIENT,
+               choices=CLIENTS,
+               # The value names of the option it replaces are the
+               # client names, so an old setting keeps its meaning.
+               deprecated_name='sheepdog_store_reader',
                help="""
-How downloads read an image from sheepdog.
+How the store talks to sheepdog: for uploads, downloads, deletes, size
+lookups and the start-up check.
 
-``dog`` runs ``dog vdi read`` processes (with read-ahead as
-``sheepdog_store_read_concurrency`` says). ``native`` speaks sheep's own
-client protocol over one TCP connection to the sheep of the image's
-location and keeps several object reads in flight: no process per
-download, and only the inode entries of the range are read. Before the
-first byte, a cluster that answers in another protocol version or with
-a result code the reader does not know is logged once and that download
-uses ``dog`` instead. Uploads, deletes and size lookups always use
-``dog``.
+``native`` speaks sheep's own client protocol over TCP to the sheep of
+the configured address (uploads) or of the image's location (every
+other operation): no sheepdog package is needed on the glance host and
+no process is started per transfer. ``dog`` runs the sheepdog command
+line tool (``sheepdog_store_command``) for every operation: ``dog vdi
+read`` and ``dog vdi write`` processes for transfers, ``dog vdi list``,
+``create``, ``resize`` and ``delete`` for the rest.
 
-Rule: ``native`` where glance-api reaches the sheep of its locations
-directly (sheepdog 1.0's protocol, version 0x02); ``dog`` where only the
-CLI is known to work, for example through a wrapper command.
+Rule: keep ``native`` where glance-api reaches the sheep named in its
+locations directly; choose ``dog`` where only the command line tool is
+known to work (a cluster speaking a protocol version the native client
+refuses, or access through a wrapper command). Replaces
+``sheepdog_store_reader``, whose values mean the same clients.
 
 Possible values:
-    * dog: ``dog vdi read`` processes
-    * native: sheep's protocol, ``dog`` as the fallback
+    * native: sheep's protocol, no sheepdog package on the glance host
+    * dog: the sheepdog command line tool
 
 Related options:
-    * sheepdog_store_read_size
+    * sheepdog_store_command
     * sheepdog_store_read_concurrency
+    * sheepdog_store_write_concurrency
     * sheepdog_store_transfer_timeout
 """),
     cfg.StrOpt('sheepdog_store_command',
                default=dog_command.DEFAULT_COMMAND,
                help="""
-The sheepdog command line tool.
+The sheepdog command line tool, used only with
+``sheepdog_store_client = dog``.
 
 With the default, ``dog``, the older name ``collie`` is used when no
-``dog`` is on ``PATH``. The command is resolved to an absolute path
-when the store is configured; the store refuses to enable uploads when
-it cannot be found.
+``dog`` is on ``PATH``. With the ``dog`` client the command is resolved
+to an absolute path when the store is configured, and the store refuses
+to enable uploads when it cannot be found; the ``native`` client never
+looks for it.
 
 Possible values:
     * A command name looked up on ``PATH``
     * An absolute path to an executable
 
 Related options:
+    * sheepdog_store_client
     * sheepdog_store_command_timeout
 """),
     cfg.FloatOpt('sheepdog_store_command_timeout',
@@ -348,7 +361,8 @@ Related options:
 Seconds a control command may run before it is killed.
 
 Control commands are ``vdi list``, ``create``, ``resize`` and
-``delete``; one that does not exit in time fails its operation.
+``delete``; one that does not exit in time fails its operation. The
+``native`` client waits this long for a connection to a sheep.
 
 Possible values:
     * A number of seconds, at least 1
@@ -364,7 +378,8 @@ Seconds a ``vdi read`` or ``vdi write`` process may stay idle.
 
 Idle means no byte through its pipe, or no exit after the last byte;
 the process is then killed and the transfer fails. It bounds a stall,
-not the length of a transfer.
+not the length of a transfer. The ``native`` client fails a transfer
+whose sheep answers nothing for this long.
 
 Possible values:
     * A number of seconds, at least 1

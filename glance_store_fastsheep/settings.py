@@ -21,6 +21,7 @@ import os
 from oslo_log import log as logging
 from oslo_utils import units
 
+from glance_store_fastsheep import client
 from glance_store_fastsheep import dog_command
 from glance_store_fastsheep import opts
 
@@ -53,8 +54,9 @@ class Settings(object):
 
     Bounds are oslo.config's (each option's ``min``/``max``); what is
     checked here is what oslo.config cannot express: an address and a
-    port ``dog`` will take as one argument each, and a command that
-    exists.
+    port ``dog`` will take as one argument each, and, for the ``dog``
+    client only, a command that exists. With the ``native`` client no
+    command is looked for: a glance host needs no sheepdog package.
     """
 
     def __init__(self, group, require_command=True):
@@ -77,7 +79,13 @@ class Settings(object):
                                  units.Mi)
         self.command_timeout = group.sheepdog_store_command_timeout
         self.transfer_timeout = group.sheepdog_store_transfer_timeout
-        self.reader = group.sheepdog_store_reader
+        # Read through oslo.config, which also answers from the
+        # deprecated sheepdog_store_reader.
+        self.client = group.sheepdog_store_client
+        if self.client != client.DOG:
+            self.command = None
+            self.dog = None
+            return
         configured = group.sheepdog_store_command
         command = dog_command.find_command(configured)
         if command is None:
@@ -87,7 +95,8 @@ class Settings(object):
                 else:
                     where = 'not found (looked for %s on PATH)' % (
                         ' and '.join(dog_command.command_names(configured)))
-                raise ConfigError('sheepdog command %r %s'
+                raise ConfigError('sheepdog command %r %s (needed by '
+                                  'sheepdog_store_client = dog)'
                                   % (configured, where))
             command = configured
         self.command = command

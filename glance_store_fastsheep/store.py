@@ -30,15 +30,12 @@ from glance_store import exceptions
 from glance_store import location
 from oslo_config import cfg
 from oslo_log import log as logging
-from oslo_utils import excutils
 from oslo_utils import timeutils
 from oslo_utils import units
 
+from glance_store_fastsheep import client as client_mod
 from glance_store_fastsheep import dog_command
-from glance_store_fastsheep import download
-from glance_store_fastsheep import native_read
 from glance_store_fastsheep import opts
-from glance_store_fastsheep import readahead
 from glance_store_fastsheep import settings as settings_mod
 from glance_store_fastsheep import upload
 
@@ -121,7 +118,12 @@ class StoreLocation(location.StoreLocation):
 
 
 class Store(driver.Store):
-    """Sheepdog images through one streamed ``dog`` process per transfer."""
+    """Sheepdog images through the client ``sheepdog_store_client`` names.
+
+    Every operation goes through ``client.Client`` (``native``: sheep's
+    protocol, ``dog``: the CLI); the store keeps what glance_store asks
+    of a driver: options, locations, ranges, hashing and the result.
+    """
 
     # What the in-tree driver declared, plus ranged reads, which it
     # accepted but ignored and which this driver serves.
@@ -139,6 +141,7 @@ class Store(driver.Store):
             super(Store, self).__init__(conf, backend=backend)
         self.backend_group = backend
         self._settings = None
+        self._client = None
         self._register_options()
         self.store_conf = store_conf(self.conf, backend)
 
@@ -180,8 +183,15 @@ class Store(driver.Store):
                     'fastsheep store misconfigured: %s' % exc)
         return self._settings
 
+    @property
+    def client(self):
+        """The client of ``settings``; built on first use, as they are."""
+        if self._client is None:
+            self._client = client_mod.get_client(self.settings)
+        return self._client
+
     def configure_add(self):
-        """Check the options, the CLI and the cluster.
+        """Check the options, and the cluster through the chosen client.
 
         Raises BadStoreConfiguration, on which glance_store disables
         uploads and deletes but keeps reads: a cluster that is down at
@@ -195,6 +205,7 @@ class Store(driver.Store):
             raise exceptions.BadStoreConfiguration(store_name=name,
                                                    reason=str(exc))
         self._settings = current
+        self._client = client_mod.get_client(current)
         # Current glance attributes a location that carries no backend id
         # (every location a Pike cloud wrote) to the backend whose
         # url_prefix it starts with.
@@ -203,16 +214,15 @@ class Store(driver.Store):
         self.READ_CHUNKSIZE = current.read_size
         self.WRITE_CHUNKSIZE = current.chunk_size
         try:
-            current.dog.list(current.address, current.port)
-        except Exception as exc:
-            reason = ('sheepdog cluster at %s:%d does not answer `%s vdi '
-                      'list`: %s' % (current.address, current.port,
-                                     current.command, exc))
+            self._client.check()
+        except client_mod.ClientError as exc:
+            reason = str(exc)
             LOG.error('fastsheep store %s: %s', name, reason)
             raise exceptions.BadStoreConfiguration(store_name=name,
                                                    reason=reason)
-        LOG.info('fastsheep store %s: %s at %s:%d, read size %d, pipe %d, '
-                 'chunk %d MiB, %d writes in flight', name, current.command,
+        LOG.info('fastsheep store %s: %s client (%s) at %s:%d, read size '
+                 '%d, pipe %d, chunk %d MiB, %d writes in flight', name,
+                 current.client, current.command or "sheep's protocol",
                  current.address, current.port, current.read_size,
                  current.pipe_size, current.chunk_size // units.Mi,
                  current.write_concurrency)
@@ -224,19 +234,11 @@ class Store(driver.Store):
                                  backend_group=self.backend_group)
         return StoreLocation(specs, self.conf)
 
-    def _stat(self, loc):
-        info = self.settings.dog.stat(loc.addr, loc.port, loc.image)
-        if info is None:
-            raise exceptions.NotFound(
-                message='sheepdog image %s does not exist at %s:%d'
-                % (loc.image, loc.addr, loc.port))
-        return info
-
     @capabilities.check
     def get(self, location, offset=0, chunk_size=None, context=None):
         """Return (iterable of bytes, number of bytes it will yield)."""
         loc = location.store_location
-        size = self._stat(loc).size
+        size = self.client.size(loc.addr, loc.port, loc.image)
         offset = offset or 0
         if offset < 0 or offset > size:
             raise exceptions.BackendException(
@@ -245,78 +247,20 @@ class Store(driver.Store):
         length = size - offset
         if chunk_size is not None:
             length = min(length, chunk_size)
-        current = self.settings
-        stream_class = download.ReadStream
-        if current.read_concurrency > 1 and length > current.read_window:
-            stream_class = readahead.ReadAheadStream
-        if current.reader == 'native':
-            return (native_read.NativeStream(
-                current, loc.addr, loc.port, loc.image, offset, length,
-                lambda: stream_class(current, loc.addr, loc.port, loc.image,
-                                     offset, length)), length)
-        return (stream_class(current, loc.addr, loc.port, loc.image, offset,
-                             length), length)
+        return (self.client.read(loc.addr, loc.port, loc.image, offset,
+                                 length), length)
 
     def get_size(self, location, context=None):
-        return self._stat(location.store_location).size
+        loc = location.store_location
+        return self.client.size(loc.addr, loc.port, loc.image)
 
     @capabilities.check
     def delete(self, location, context=None):
-        """Delete the VDI; NotFound when missing.
-
-        ``dog vdi delete`` exits 0 for a missing VDI and even when the
-        daemon is down, so existence is checked before and after.
-        """
+        """Delete the VDI; NotFound when missing."""
         loc = location.store_location
-        self._stat(loc)
-        self.settings.dog.check('delete', loc.addr, loc.port, loc.image)
-        if self.settings.dog.stat(loc.addr, loc.port, loc.image) is not None:
-            raise exceptions.BackendException(
-                'sheepdog image %s still exists after `vdi delete`'
-                % loc.image)
+        self.client.delete(loc.addr, loc.port, loc.image)
         LOG.info('Deleted sheepdog image %s at %s:%d', loc.image, loc.addr,
                  loc.port)
-
-    def _check_object_table(self, current, name, written):
-        """Fail an upload whose objects the cluster did not record.
-
-        A sheep that dies mid-upload can make sheepdog lose the record
-        of an object ``dog vdi write`` wrote, which then reads back as
-        zeros (native_read.unowned_objects). Checking costs one
-        connection and 4 bytes per object.
-        """
-        try:
-            lost = native_read.unowned_objects(
-                current, current.address, current.port, name, written)
-        except native_read.Unsupported as exc:
-            LOG.debug('Not checking the object table of %s: %s', name, exc)
-            return
-        except native_read.Unreachable as exc:
-            # dog reached this address a moment ago; a cluster that is
-            # gone now fails the image's reads loudly, not with zeros.
-            LOG.warning('Stored image %s without checking its object '
-                        'table: %s', name, exc)
-            return
-        if lost:
-            raise exceptions.BackendException(
-                'sheepdog lost the record of %d object(s) of image %s '
-                '(indexes %s) while it was written, probably because a '
-                'sheep failed; they would read back as zeros'
-                % (len(lost), name, ', '.join(str(i) for i in lost[:16])))
-
-    def _delete_partial(self, current, name):
-        try:
-            current.dog.check('delete', current.address, current.port, name)
-            if current.dog.stat(current.address, current.port,
-                                name) is not None:
-                raise exceptions.BackendException('still listed')
-        except Exception as exc:
-            LOG.error('Could not delete the partial sheepdog image %s at '
-                      '%s:%d after a failed upload: %s', name,
-                      current.address, current.port, exc)
-        else:
-            LOG.info('Deleted the partial sheepdog image %s after a failed '
-                     'upload', name)
 
     def _add(self, image_id, image_file, image_size, hashing_algo,
              verifier):
@@ -326,9 +270,6 @@ class Store(driver.Store):
         except ValueError as exc:
             raise exceptions.Invalid(message='cannot store image %s in '
                                      'sheepdog: %s' % (image_id, exc))
-        # No existence check first: `vdi create` refuses an existing name
-        # (Duplicate, see dog_command.error_for), and a check would cost one
-        # more CLI call per upload without closing the race.
         checksum = _hasher('md5')
         hashers = [checksum]
         multihash = None
@@ -340,28 +281,12 @@ class Store(driver.Store):
             multihash = _hasher(hashing_algo)
             hashers.append(multihash)
         digest = upload.Digest(hashers, verifier)
-        uploader = upload.Uploader(current, current.address, current.port,
-                                   name)
-        source = upload.Source(image_file)
         started = timeutils.now()
-        try:
-            if image_size and image_size > 0:
-                written = uploader.write_known(source, digest, image_size)
-            else:
-                written = uploader.write_unknown(source, digest)
-            info = current.dog.stat(current.address, current.port, name)
-            if info is None or info.size != written:
-                raise exceptions.BackendException(
-                    'sheepdog image %s is %s bytes after writing %d'
-                    % (name, info and info.size, written))
-            self._check_object_table(current, name, written)
-        except BaseException as exc:
-            with excutils.save_and_reraise_exception():
-                LOG.error('Upload of image %s to sheepdog failed: %s',
-                          name, exc)
-                uploader.abort()
-                if uploader.created:
-                    self._delete_partial(current, name)
+        if not image_size or image_size < 0:
+            image_size = 0  # unknown: a chunked upload
+        # The client deletes what it created when it fails.
+        written = self.client.write(name, upload.Source(image_file), digest,
+                                    image_size)
         elapsed = max(timeutils.now() - started, 1e-6)
         LOG.info('Stored image %s in sheepdog at %s:%d: %d bytes in %.2fs '
                  '(%.1f MB/s)', name, current.address, current.port,

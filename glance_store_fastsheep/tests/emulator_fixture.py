@@ -35,8 +35,13 @@ from sheepdog_emulator import emulator
 class SheepdogEmulator(fixtures.Fixture):
     """An emulated sheepdog cluster plus dog/collie wrappers.
 
-    :param port: the cluster's port (default 7000; each fixture has its
-        own root, so tests may all use the same port).
+    :param port: the cluster's port (default 7000, ``dog``'s own default,
+        which the emulator's CLI tests rely on; each fixture has its own
+        root, so tests may all use the same port). The emulator opens no
+        socket, but a driver under test may connect to the cluster's port
+        (the object-table check after an upload): such tests pass
+        ``tests.ports.refused_port()``, so that they never reach a real
+        sheep listening on 7000.
     :param put_on_path: also prepend ``bin_dir`` to PATH for the test, so
         a bare ``dog``/``collie`` (as the Pike driver runs it) is found.
     :param knobs: initial fault/latency knobs (see ``set_knobs``).

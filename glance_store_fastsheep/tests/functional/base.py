@@ -32,6 +32,7 @@ from fastpath_integration.harness import host
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests import emulator_fixture
+from glance_store_fastsheep.tests import ports
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -81,6 +82,9 @@ class FunctionalTestCase(base.BaseTestCase):
 
     READ_SIZE = 256 * KIB
     CHUNK_MIB = 4
+    # The emulator emulates the CLI, so the store talks to it with the
+    # dog client; the real-cluster classes inherit this.
+    CLIENT = 'dog'
 
     def setUp(self):
         super(FunctionalTestCase, self).setUp()
@@ -95,15 +99,18 @@ class FunctionalTestCase(base.BaseTestCase):
         self.fds_before = open_fds()
 
     def make_cluster(self):
+        # A port nobody listens on: the store connects to the cluster's
+        # port after an upload, and a real sheep may run on 7000.
         return self.useFixture(emulator_fixture.SheepdogEmulator(
-            put_on_path=True))
+            port=ports.refused_port(), put_on_path=True))
 
     def make_conf(self, **overrides):
         conf = cfg.ConfigOpts()
         conf.register_opts(backend._STORE_OPTS, group='glance_store')
         conf([], project='glance')
         store.Store(conf)
-        values = {'sheepdog_store_command': self.sheep.dog_path,
+        values = {'sheepdog_store_client': self.CLIENT,
+                  'sheepdog_store_command': self.sheep.dog_path,
                   'sheepdog_store_read_size': self.READ_SIZE,
                   'sheepdog_store_chunk_size': self.CHUNK_MIB,
                   'sheepdog_store_port': self.sheep.port,

@@ -22,6 +22,7 @@ from oslo_config import cfg
 from oslotest import base
 
 from glance_store_fastsheep import store
+from glance_store_fastsheep.tests import ports
 
 FAKE_DOG = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         'fake_dog.py')
@@ -111,7 +112,12 @@ def held_over_limit(budget, take, give, limit, threads=8, rounds=2000):
 
 
 def make_conf(**overrides):
-    """A ``[glance_store]`` configuration with the tests' small sizes."""
+    """A ``[glance_store]`` configuration for the fake ``dog``.
+
+    The tests' small sizes, the ``dog`` client (the fake's), and a port
+    that refuses connections (tests.ports): never sheepdog's default
+    7000, where a real sheep may listen.
+    """
     conf = cfg.ConfigOpts()
     # Only the generic [glance_store] options: registering every
     # driver's would import drivers whose libraries are not installed.
@@ -120,17 +126,24 @@ def make_conf(**overrides):
     store.Store(conf)  # registers the options
     overrides.setdefault('sheepdog_store_read_size', 64 * 1024)
     overrides.setdefault('sheepdog_store_chunk_size', 4)
+    overrides.setdefault('sheepdog_store_client', 'dog')
+    overrides.setdefault('sheepdog_store_port', ports.refused_port())
     for name, value in overrides.items():
         conf.set_override(name, value, group='glance_store')
     return conf
 
 
 class StoreTestCase(base.BaseTestCase):
-    """A configured single-store (``[glance_store]``) fastsheep store."""
+    """A configured single-store (``[glance_store]``) fastsheep store.
+
+    ``port`` is the one make_conf configures: connections to it are
+    refused.
+    """
 
     def setUp(self):
         super(StoreTestCase, self).setUp()
         self.dog = self.useFixture(FakeDog())
+        self.port = ports.refused_port()
         self.conf = self.make_conf()
 
     def make_conf(self, **overrides):

@@ -37,15 +37,16 @@ def main(argv):
     action = args[1]
     rest = args[2:]
     positional = []
+    where = {'-a': '127.0.0.1', '-p': '7000'}
     while rest:
         item = rest.pop(0)
         if item in ('-a', '-p'):
-            rest.pop(0)
+            where[item] = rest.pop(0)
         elif item != '-r':
             positional.append(item)
     if env.get('FAKE_DOG_DOWN'):
-        sys.stderr.write('failed to connect to 127.0.0.1:7000: '
-                         'Connection refused\n')
+        sys.stderr.write('failed to connect to %s:%s: Connection refused\n'
+                         % (where['-a'], where['-p']))
         return 2
     root = env['FAKE_DOG_DIR']
     if action == 'list':

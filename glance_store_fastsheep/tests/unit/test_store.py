@@ -111,7 +111,7 @@ class ConfigureTest(base.StoreTestCase):
         self.useFixture(fixtures.EnvironmentVariable('FAKE_DOG_DOWN', '1'))
         exc = self.assertRaises(exceptions.BadStoreConfiguration,
                                 self.make_store)
-        self.assertIn('127.0.0.1:7000', str(exc))
+        self.assertIn('127.0.0.1:%d' % self.port, str(exc))
         self.assertIn('Connection refused', str(exc))
 
     def test_chunk_size_rounded_to_objects(self):
@@ -171,7 +171,8 @@ class RoundTripTest(base.StoreTestCase):
         data = os.urandom(size)
         name = 'img-%d-%s' % (size, announce)
         result = add(self.sd, name, data, size if announce else 0)
-        self.assertEqual('sheepdog://127.0.0.1:7000:%s' % name, result[0])
+        self.assertEqual('sheepdog://127.0.0.1:%d:%s' % (self.port, name),
+                         result[0])
         self.assertEqual(size, result[1])
         self.assertEqual(hashlib.md5(data).hexdigest(), result[2])
         loc = self.location(result[0])
@@ -295,7 +296,7 @@ class FaultTest(base.StoreTestCase):
         self.assertEqual(before, self.dog.calls())
 
     def test_not_found(self):
-        loc = self.location('sheepdog://127.0.0.1:7000:gone')
+        loc = self.location('sheepdog://127.0.0.1:%d:gone' % self.port)
         self.assertRaises(exceptions.NotFound, self.sd.get, loc)
         self.assertRaises(exceptions.NotFound, self.sd.get_size, loc)
         self.assertRaises(exceptions.NotFound, self.sd.delete, loc)
@@ -400,6 +401,8 @@ class MultiStoreTest(base.StoreTestCase):
         conf = cfg.ConfigOpts()
         conf([])
         sd = store.Store(conf, backend='fast')
+        conf.set_override('sheepdog_store_client', 'dog', group='fast')
+        conf.set_override('sheepdog_store_port', self.port, group='fast')
         conf.set_override('sheepdog_store_chunk_size', 8, group='fast')
         conf.set_override('sheepdog_store_read_size', 4096, group='fast')
         sd.configure(re_raise_bsc=True)
@@ -426,6 +429,9 @@ class BackendDefaultsTest(base.StoreTestCase):
         self.conf([])
         self.one = store.Store(self.conf, backend='one')
         self.two = store.Store(self.conf, backend='two')
+        # The fake dog's client, for both backends.
+        self.conf.set_override('sheepdog_store_client', 'dog',
+                               group='backend_defaults')
 
     def test_unset_values_come_from_backend_defaults(self):
         self.conf.set_override('sheepdog_store_chunk_size', 8,
@@ -479,6 +485,9 @@ class BackendGroupAloneTest(base.StoreTestCase):
         conf([])
         one = store.Store(conf, backend='one')
         two = store.Store(conf, backend='two')
+        for group in ('one', 'two'):
+            conf.set_override('sheepdog_store_client', 'dog', group=group)
+            conf.set_override('sheepdog_store_port', self.port, group=group)
         conf.set_override('sheepdog_store_chunk_size', 12, group='two')
         one.configure(re_raise_bsc=True)
         two.configure(re_raise_bsc=True)
