@@ -95,8 +95,8 @@ class Settings(object):
                 else:
                     where = 'not found (looked for %s on PATH)' % (
                         ' and '.join(dog_command.command_names(configured)))
-                raise ConfigError('sheepdog command %r %s (needed by '
-                                  'sheepdog_store_client = dog)'
+                raise ConfigError('sheepdog command %r %s; the dog client '
+                                  '(sheepdog_store_client = dog) needs it'
                                   % (configured, where))
             command = configured
         self.command = command
