@@ -23,11 +23,11 @@ import fixtures
 from glance_store import exceptions
 from oslotest import base
 
-from glance_store_fastsheep import native_read
-from glance_store_fastsheep import sheep_proto as proto
+from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import read as native_read
+from glance_store_fastsheep.native import vdi
 from glance_store_fastsheep.tests import compat
-from glance_store_fastsheep.tests.functional import base as functional_base
-from glance_store_fastsheep.tests.unit import base as unit_base
 from glance_store_fastsheep.tests.unit import fake_sheep
 
 OBJECT = 1 << 16  # the fake images' object size (block_size_shift 16)
@@ -120,8 +120,9 @@ class ReadTest(NativeReadTestCase):
             sizes.append(size)
             return bytearray(size)
 
-        self.useFixture(fixtures.MockPatchObject(
-            native_read, 'bytearray', counting_bytearray, create=True))
+        for module in (native_read, vdi, connection):
+            self.useFixture(fixtures.MockPatchObject(
+                module, 'bytearray', counting_bytearray, create=True))
         data = payload(40 * OBJECT, seed=13)
         self.sheep.add_image('img', data)
         self.assertEqual(data, b''.join(self.read('img', 0, len(data))))
@@ -168,17 +169,17 @@ class ReadTest(NativeReadTestCase):
         data = (payload(OBJECT) + b'\0' * (2 * OBJECT) + payload(OBJECT, 3)
                 + b'\0' * 100)
         self.sheep.add_image('sparse', data)
-        self.assertEqual([1, 2, 4], native_read.unowned_objects(
+        self.assertEqual([1, 2, 4], vdi.unowned_objects(
             self.settings, '127.0.0.1', self.sheep.port, 'sparse',
             len(data)))
         # Only the table entries of the length asked for are looked at.
-        self.assertEqual([1], native_read.unowned_objects(
+        self.assertEqual([1], vdi.unowned_objects(
             self.settings, '127.0.0.1', self.sheep.port, 'sparse',
             2 * OBJECT))
         # A clone's objects still owned by its parent are not its own.
         parent = self.sheep.add_image('base', payload(3 * OBJECT, seed=4))
         self.sheep.add_clone('clone', parent, {1: payload(OBJECT, seed=5)})
-        self.assertEqual([0, 2], native_read.unowned_objects(
+        self.assertEqual([0, 2], vdi.unowned_objects(
             self.settings, '127.0.0.1', self.sheep.port, 'clone',
             3 * OBJECT))
         self.assertFdsClosed()
@@ -227,7 +228,7 @@ class ReadTest(NativeReadTestCase):
     def test_btree_inode_is_unsupported(self):
         image = self.sheep.add_image('huge', payload(OBJECT))
         image.store_policy = 1
-        exc = self.assertRaises(native_read.Unsupported, self.read, 'huge',
+        exc = self.assertRaises(connection.Unsupported, self.read, 'huge',
                                 0, OBJECT)
         self.assertIn('B-tree', str(exc))
         self.assertFdsClosed()
@@ -344,11 +345,11 @@ class FaultTest(NativeReadTestCase):
         self.assertTrue(received)
 
     def test_wrong_version_before_the_first_byte_is_unsupported(self):
-        self.read_with_fault(1, 'version', 3, error=native_read.Unsupported)
+        self.read_with_fault(1, 'version', 3, error=connection.Unsupported)
 
     def test_unknown_result_before_the_first_byte_is_unsupported(self):
         exc, _ = self.read_with_fault(1, 'result', 0x77,
-                                      error=native_read.Unsupported)
+                                      error=connection.Unsupported)
         self.assertIn('unknown result 0x77', str(exc))
 
     def test_final_result_is_named(self):
@@ -386,112 +387,13 @@ class FaultTest(NativeReadTestCase):
         self.assertIn('sent nothing for 1.0s', str(exc))
 
 
-class StoreNativeTest(FdsClosedMixin, unit_base.StoreTestCase):
-    """``sheepdog_store_reader = native`` through Store.get."""
-
-    def setUp(self):
-        super(StoreNativeTest, self).setUp()
-        self.sheep = fake_sheep.FakeSheep()
-        self.addCleanup(self.sheep.close)
-        self.data = payload(5 * OBJECT + 512, seed=12)
-        self.sheep.add_image('img', self.data)
-        # The fake dog answers the size lookup, and the fallback.
-        self.dog.put('img', self.data)
-        self.conf = self.make_conf(sheepdog_store_reader='native',
-                                   sheepdog_store_port=self.sheep.port)
-        self.store = self.make_store()
-        self.loc = self.location('sheepdog://127.0.0.1:%d:img'
-                                 % self.sheep.port)
-
-    def test_default_reader_is_dog(self):
-        conf = self.make_conf()
-        self.assertEqual('dog', conf.glance_store.sheepdog_store_reader)
-
-    def test_get_reads_natively(self):
-        stream, length = self.store.get(self.loc)
-        self.assertEqual(len(self.data), length)
-        self.assertEqual(self.data, b''.join(stream))
-        self.assertEqual([], self.dog.pids('read'))
-        self.assertTrue(self.sheep.requests)
-
-    def test_get_range(self):
-        stream, length = self.store.get(self.loc, offset=OBJECT + 1,
-                                        chunk_size=2 * OBJECT)
-        self.assertEqual(self.data[OBJECT + 1:3 * OBJECT + 1],
-                         b''.join(stream))
-
-    def test_version_mismatch_falls_back_to_dog_logging_once(self):
-        logger = self.useFixture(fixtures.FakeLogger(
-            name='glance_store_fastsheep.native_read', level='DEBUG'))
-        self.sheep.lookup_result = proto.VER_MISMATCH
-        native_read._logged.clear()
-        for _ in range(2):
-            stream, _length = self.store.get(self.loc)
-            self.assertEqual(self.data, b''.join(stream))
-        self.assertEqual(2, len(self.dog.pids('read')))
-        self.assertEqual(1, logger.output.count(
-            'downloads from it use `dog` instead'))
-        self.assertIn('SD_RES_VER_MISMATCH', logger.output)
-
-    def test_closed_stream_closes_its_socket(self):
-        self.count_fds()
-        stream, _length = self.store.get(self.loc)
-        iterator = iter(stream)
-        next(iterator)
-        stream.close()
-        self.assertFdsClosed()
-
-
-class UploadCheckTest(unit_base.StoreTestCase):
-    """An upload whose objects sheep did not all record is not stored.
-
-    The fake dog stores the bytes; the fake sheep, on the same port,
-    answers the object-table check (Store._check_object_table).
-    """
-
-    def setUp(self):
-        super(UploadCheckTest, self).setUp()
-        self.sheep = fake_sheep.FakeSheep()
-        self.addCleanup(self.sheep.close)
-        self.data = payload(3 * OBJECT + 512, seed=13)
-        self.conf = self.make_conf(sheepdog_store_port=self.sheep.port)
-        self.store = self.make_store()
-        self.log = self.useFixture(fixtures.FakeLogger(
-            name='glance_store_fastsheep'))
-
-    def test_every_object_recorded(self):
-        self.sheep.add_image('img', self.data)
-        self.assertEqual(len(self.data),
-                         functional_base.add(self.store, 'img', self.data)[1])
-        self.assertEqual(['img'], self.dog.vdis())
-
-    def test_lost_record_fails_the_upload_and_deletes_it(self):
-        # Object 2 as sheep's table has it after a lost inode update.
-        lost = self.data[:2 * OBJECT] + b'\0' * OBJECT + self.data[3 * OBJECT:]
-        self.sheep.add_image('img', lost)
-        exc = self.assertRaises(exceptions.BackendException,
-                                functional_base.add, self.store, 'img',
-                                self.data)
-        self.assertIn('lost the record of 1 object(s) of image img '
-                      '(indexes 2)', str(exc))
-        self.assertEqual([], self.dog.vdis())
-        self.assertIn('Deleted the partial sheepdog image img',
-                      self.log.output)
-
-    def test_unreachable_sheep_is_logged(self):
-        self.sheep.close()
-        self.assertEqual(len(self.data),
-                         functional_base.add(self.store, 'img', self.data)[1])
-        self.assertIn('Stored image img without checking its object table',
-                      self.log.output)
-
-
 GREEN_CHILD = '''
 import eventlet
 eventlet.monkey_patch()
 import json, os
 from eventlet.green import socket as green_socket
-from glance_store_fastsheep import native_read
+from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.tests.unit import fake_sheep
 
 class Settings(object):
@@ -511,13 +413,13 @@ def tick():
 
 ticker = eventlet.spawn(tick)
 sockets = []
-real_session = native_read.Session.__init__
+real_session = connection.Session.__init__
 
 def session(self, *args):
     real_session(self, *args)
     sockets.append(type(self.sock))
 
-native_read.Session.__init__ = session
+connection.Session.__init__ = session
 got = b''.join(native_read.read_range(Settings, '127.0.0.1', sheep.port,
                                       'img', 0, len(data)))
 ticker.kill()

@@ -9,17 +9,19 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Sheep's client wire format, as far as reading an image needs it.
+"""Sheep's client wire format, as far as the native client needs it.
 
-The layouts follow sheepdog 1.0's public protocol (version 0x02): a
-48-byte request header, optionally followed by data the client sends,
-and a 48-byte response header followed by ``data_length`` bytes. Fields
-are in the sender's byte order, which is little-endian on every platform
-sheepdog was released for. Only two public operations are used:
-``GET_VDI_INFO`` (a name, snapshot id or tag to a VDI id) and
-``READ_OBJ`` (bytes of one object). The result codes keep sheepdog's own
-names so that an error message can be looked up in sheepdog's
-documentation and logs.
+The layouts follow sheepdog 1.0's public protocol (version 0x02,
+``include/sheepdog_proto.h``): a 48-byte request header, optionally
+followed by data the client sends, and a 48-byte response header
+followed by ``data_length`` bytes. Fields are in the sender's byte
+order, which is little-endian on every platform sheepdog was released
+for. The public operations used are the ones ``dog vdi create``,
+``write``, ``read`` and ``delete`` send; two internal ones
+(``STAT_CLUSTER``, ``GET_NODE_LIST``) carry sheep's own internal
+protocol version, which changed between releases (``SHEEP_VERSIONS``).
+The result codes keep sheepdog's own names so that an error message can
+be looked up in sheepdog's documentation and logs.
 """
 
 import struct
@@ -27,11 +29,26 @@ import struct
 PROTO_VER = 0x02
 HEADER_SIZE = 48
 
+OP_CREATE_AND_WRITE_OBJ = 0x01
 OP_READ_OBJ = 0x02
+OP_WRITE_OBJ = 0x03
+OP_REMOVE_OBJ = 0x04
+OP_NEW_VDI = 0x11
 OP_GET_VDI_INFO = 0x14
+OP_DEL_VDI = 0x17
+# From sheepdog 1.0 on; 0.9 has a fixed block_size_shift of 22.
+OP_GET_CLUSTER_DEFAULT = 0x18
+# Internal operations (0x80 on): sheep refuses them with VER_MISMATCH
+# unless proto_ver is its own SD_SHEEP_PROTO_VER exactly.
+OP_GET_NODE_LIST = 0x82
+OP_STAT_CLUSTER = 0x87
+# SD_SHEEP_PROTO_VER of the releases this client knows: 0x0a on 1.0.x
+# and master, 0x09 on 0.9.x.
+SHEEP_VERSIONS = {0x0a: 'sheepdog 1.0 or later', 0x09: 'sheepdog 0.9'}
 
 FLAG_CMD_WRITE = 0x01
-# Bypass sheep's object cache: how `dog` reads an inode.
+# Bypass sheep's object cache: how `dog` reads an inode; 0.9's object
+# cache needs it for every inode update to reach the cluster at once.
 FLAG_CMD_DIRECT = 0x08
 
 MAX_VDI_LEN = 256
@@ -48,6 +65,9 @@ DEFAULT_BLOCK_SIZE_SHIFT = 22
 # times and sizes, four policy bytes, three 32-bit ids, btree_counter and
 # 1023 unused 32-bit words.
 INODE_VDI_SIZE_OFFSET = 536
+INODE_PARENT_OFFSET = 564
+INODE_CHILDREN_OFFSET = 568
+MAX_CHILDREN = 1024
 INODE_FIELDS_SIZE = 568  # through parent_vdi_id
 INODE_DATA_INDEX_OFFSET = 4664
 INODE_DATA_INDEX_ENTRIES = 1 << 20
@@ -60,13 +80,19 @@ _REQ_OBJ = struct.Struct(_COMMON + 'QQBBBBIII')
 # sd_req.vdi: vdi_size, base_vdi_id, copies, copy_policy, store_policy,
 # block_size_shift, snapid, type, then 8 bytes of padding.
 _REQ_VDI = struct.Struct(_COMMON + 'QIBBBBII8x')
-# sd_rsp: the common part, result, and sd_rsp.vdi's rsvd, vdi_id.
-_RSP = struct.Struct(_COMMON + 'III20x')
+# sd_rsp: the common part, result, and sd_rsp.vdi's rsvd, vdi_id,
+# attr_id, copies and block_size_shift (what NEW_VDI answers).
+_RSP = struct.Struct(_COMMON + 'IIIIBB14x')
+# sd_req.cluster (STAT_CLUSTER): oid, ctime, copies, copy_policy, flags,
+# tag, nodes_nr, block_size_shift.
+_REQ_CLUSTER = struct.Struct(_COMMON + 'QQBBHIIB3x')
+_UINT64 = struct.Struct('<Q')
 _INODE_FIELDS = struct.Struct('<256s256sQQQQQBBBBIII')
 
 assert _REQ_OBJ.size == HEADER_SIZE
 assert _REQ_VDI.size == HEADER_SIZE
 assert _RSP.size == HEADER_SIZE
+assert _REQ_CLUSTER.size == HEADER_SIZE
 
 # Public result codes (0x00-0x1D) and the sheep-internal ones (0x81 on)
 # that a gateway can hand a client: sheepdog's name and description.
@@ -110,9 +136,13 @@ RESULTS = {
 
 SUCCESS = 0x00
 NO_OBJ = 0x02
+VDI_EXIST = 0x04
 NO_VDI = 0x08
 NO_TAG = 0x0E
 VER_MISMATCH = 0x14
+NO_SPACE = 0x15
+WAIT_FOR_FORMAT = 0x16
+NOT_FORMATTED = 0x83
 
 # The results a sheep gateway itself retries a request on (sheep's
 # gateway_op_done: a membership change, a peer lost, a node not ready
@@ -146,8 +176,42 @@ def data_oid(vid, index):
 
 def pack_read(req_id, oid, offset, length, flags=0):
     """A READ_OBJ request header: length bytes at offset of object oid."""
-    return _REQ_OBJ.pack(PROTO_VER, OP_READ_OBJ, flags, 0, req_id, length,
-                         oid, 0, 0, 0, 0, 0, 0, offset, 0)
+    return pack_obj(OP_READ_OBJ, req_id, oid, offset, length, flags)
+
+
+def pack_obj(opcode, req_id, oid, offset, length, flags=0, copies=0,
+             copy_policy=0):
+    """An object request header (READ/WRITE/CREATE_AND_WRITE/REMOVE_OBJ).
+
+    For a write, length is the data that follows the header; copies and
+    copy_policy are the VDI's, as ``dog`` sends them (0: sheep looks
+    them up itself).
+    """
+    return _REQ_OBJ.pack(PROTO_VER, opcode, flags, 0, req_id, length,
+                         oid, 0, copies, copy_policy, 0, 0, 0, offset, 0)
+
+
+def _name_bytes(value, limit):
+    value = value.encode('utf-8') if not isinstance(value, bytes) else value
+    if len(value) >= limit:
+        raise ValueError('VDI name or tag too long for sheep')
+    return value.ljust(limit, b'\0')
+
+
+def pack_vdi(opcode, req_id, name, snapid=0, tag=None, vdi_size=0):
+    """A VDI request (NEW_VDI, GET_VDI_INFO, DEL_VDI): header + data.
+
+    The data is the 256-byte name, followed by the 256-byte tag unless
+    tag is None (NEW_VDI takes the name alone and refuses any other
+    length). copies, copy_policy, store_policy and block_size_shift stay
+    0: the cluster's defaults.
+    """
+    data = _name_bytes(name, MAX_VDI_LEN)
+    if tag is not None:
+        data += _name_bytes(tag, MAX_VDI_TAG_LEN)
+    header = _REQ_VDI.pack(PROTO_VER, opcode, FLAG_CMD_WRITE, 0, req_id,
+                           len(data), vdi_size, 0, 0, 0, 0, 0, snapid, 0)
+    return header + data
 
 
 def pack_vdi_info(req_id, name, snapid=0, tag=''):
@@ -155,27 +219,39 @@ def pack_vdi_info(req_id, name, snapid=0, tag=''):
 
     snapid 0 and an empty tag name the writable (current) VDI.
     """
-    name = name.encode('utf-8') if not isinstance(name, bytes) else name
-    tag = tag.encode('utf-8') if not isinstance(tag, bytes) else tag
-    if len(name) >= MAX_VDI_LEN or len(tag) >= MAX_VDI_TAG_LEN:
-        raise ValueError('VDI name or tag too long for sheep')
-    data = (name.ljust(MAX_VDI_LEN, b'\0') +
-            tag.ljust(MAX_VDI_TAG_LEN, b'\0'))
-    header = _REQ_VDI.pack(PROTO_VER, OP_GET_VDI_INFO, FLAG_CMD_WRITE, 0,
-                           req_id, len(data), 0, 0, 0, 0, 0, 0, snapid, 0)
-    return header + data
+    return pack_vdi(OP_GET_VDI_INFO, req_id, name, snapid, tag)
+
+
+def pack_stat_cluster(req_id, sheep_version):
+    """STAT_CLUSTER asking for no epoch log: only the result matters.
+
+    With data_length 0 sheep fills in no log and answers the cluster's
+    state: SUCCESS when running, WAIT_FOR_FORMAT before a format.
+    """
+    return _REQ_CLUSTER.pack(sheep_version, OP_STAT_CLUSTER, 0, 0, req_id,
+                             0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+
+def pack_uint32s(value, count):
+    """count little-endian copies of a 32-bit value (inode entries)."""
+    return struct.pack('<%dI' % count, *([value] * count))
+
+
+def pack_uint64(value):
+    return _UINT64.pack(value)
 
 
 class Response(object):
     """One response header's fields."""
 
     __slots__ = ('proto_ver', 'opcode', 'flags', 'epoch', 'id',
-                 'data_length', 'result', 'vdi_id')
+                 'data_length', 'result', 'vdi_id', 'copies',
+                 'block_size_shift')
 
     def __init__(self, raw):
         (self.proto_ver, self.opcode, self.flags, self.epoch, self.id,
-         self.data_length, self.result, _rsvd, self.vdi_id) = _RSP.unpack(
-            bytes(raw))
+         self.data_length, self.result, _rsvd, self.vdi_id, _attr,
+         self.copies, self.block_size_shift) = _RSP.unpack(bytes(raw))
 
 
 def unpack_response(raw):
@@ -187,21 +263,40 @@ def unpack_response(raw):
 
 
 def pack_response(req_id, opcode, result, data_length=0, vdi_id=0,
-                  proto_ver=PROTO_VER):
+                  proto_ver=PROTO_VER, copies=0, block_size_shift=0):
     """A response header, as sheep sends one (for test servers)."""
     return _RSP.pack(proto_ver, opcode, 0, 0, req_id, data_length, result,
-                     0, vdi_id)
+                     0, vdi_id, 0, copies, block_size_shift)
 
 
 def unpack_request(raw):
     """(opcode, id, data_length, oid, offset, snapid) of a request header.
 
-    Used by test servers; oid and offset are meaningful for READ_OBJ,
-    snapid for GET_VDI_INFO.
+    Used by test servers; oid and offset are meaningful for object
+    requests, snapid for VDI requests.
     """
     fields = _REQ_OBJ.unpack(bytes(raw))
     vdi = _REQ_VDI.unpack(bytes(raw))
     return fields[1], fields[4], fields[5], fields[6], fields[13], vdi[12]
+
+
+class RequestFields(object):
+    """Every header field a test server looks at, by name."""
+
+    def __init__(self, raw):
+        raw = bytes(raw)
+        obj = _REQ_OBJ.unpack(raw)
+        vdi = _REQ_VDI.unpack(raw)
+        (self.proto_ver, self.opcode, self.flags, _epoch, self.id,
+         self.data_length) = obj[:6]
+        self.oid = obj[6]
+        self.copies = obj[8]
+        self.copy_policy = obj[9]
+        self.offset = obj[13]
+        self.vdi_size = vdi[6]
+        self.vdi_copies = vdi[8]
+        self.block_size_shift = vdi[11]
+        self.snapid = vdi[12]
 
 
 class InodeFields(object):
@@ -211,8 +306,11 @@ class InodeFields(object):
         fields = _INODE_FIELDS.unpack(bytes(raw[:INODE_FIELDS_SIZE]))
         self.name = fields[0].rstrip(b'\0')
         self.vdi_size = fields[5]
+        self.copy_policy = fields[7]
         self.store_policy = fields[8]
+        self.nr_copies = fields[9]
         self.block_size_shift = (fields[10] or DEFAULT_BLOCK_SIZE_SHIFT)
+        self.snap_id = fields[11]
         self.vdi_id = fields[12]
         self.parent_vdi_id = fields[13]
 
@@ -223,9 +321,9 @@ class InodeFields(object):
 
 def pack_inode_fields(name, vdi_size, vdi_id, parent_vdi_id=0,
                       block_size_shift=DEFAULT_BLOCK_SIZE_SHIFT,
-                      store_policy=0):
+                      store_policy=0, snap_id=1, nr_copies=1):
     """An inode's first INODE_FIELDS_SIZE bytes (for test servers)."""
     name = name.encode('utf-8') if not isinstance(name, bytes) else name
     return _INODE_FIELDS.pack(name, b'', 0, 0, 0, vdi_size, 0, 0,
-                              store_policy, 1, block_size_shift, 0, vdi_id,
-                              parent_vdi_id)
+                              store_policy, nr_copies, block_size_shift,
+                              snap_id, vdi_id, parent_vdi_id)

@@ -1,0 +1,368 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""One connection to one sheep, and the requests in flight on it.
+
+A ``Request`` is a complete description of one operation (what to send,
+where the response data goes), independent of the connection and of the
+id it travels under: ``Session.send`` gives it a fresh id each time, so
+the same object can be sent again after a retryable result, or, later,
+to another sheep. ``Session.outstanding`` is what was sent and not yet
+answered: the set a failover would resend elsewhere.
+
+Plain blocking sockets are right under native threads (uWSGI); under an
+eventlet-patched glance-api the ``socket`` module is eventlet's, so
+every wait goes through the hub. The choice is made when the connection
+is opened, as everywhere in this driver.
+
+Deadlines: the socket timeout bounds every single wait (a stalled sheep)
+and a retryable result is retried until ``transfer_timeout`` after the
+request's first failure, measured with ``timeutils.now()`` (monotonic).
+"""
+
+import socket
+
+from glance_store import exceptions
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from glance_store_fastsheep import hub_safe
+from glance_store_fastsheep.native import proto
+
+LOG = logging.getLogger(__name__)
+
+# Response proto_ver values of sheep's public protocol: sheep 1.0 leaves
+# the field 0 in its responses; a later sheep may fill in its version.
+ACCEPTED_VERSIONS = (0, proto.PROTO_VER)
+# Pause before the first retry of a retryable result, doubled up to
+# MAX_RETRY_PAUSE; retries stop at the transfer timeout.
+FIRST_RETRY_PAUSE = 0.02
+MAX_RETRY_PAUSE = 1.0
+WAY_OUT = ('set sheepdog_store_client = dog to use the sheepdog command '
+           'line tool instead')
+
+
+class Unsupported(exceptions.BackendException):
+    """The cluster speaks a protocol the native client does not."""
+
+
+class Unreachable(exceptions.BackendException):
+    """No connection to the sheep could be made."""
+
+
+def error_for(result, where, what, name):
+    """The glance_store exception for a final result code.
+
+    Duplicate, NotFound and StorageFull where sheep means those; any
+    other result is a BackendException naming sheep's code and the node.
+    """
+    text = proto.result_text(result)
+    if result == proto.VDI_EXIST:
+        return exceptions.Duplicate(
+            message='sheepdog image %s already exists (%s answered %s)'
+            % (name, where, text))
+    if result in (proto.NO_VDI, proto.NO_TAG):
+        return exceptions.NotFound(
+            message='sheepdog image %s not found by %s: %s'
+            % (name, where, text))
+    if result == proto.NO_SPACE:
+        return exceptions.StorageFull(
+            message='%s answered %s to %s' % (where, text, what))
+    return exceptions.BackendException('%s answered %s to %s'
+                                       % (where, text, what))
+
+
+class Request(object):
+    """One operation: its header fields, data out and data back.
+
+    payload (a list of bytes-like pieces) is sent after the header;
+    view receives a success's data, exactly ``expected`` bytes. Nothing
+    here depends on the connection: resending is sending again.
+    """
+
+    __slots__ = ('opcode', 'oid', 'offset', 'length', 'view', 'flags',
+                 'payload', 'copies', 'copy_policy', 'header_data',
+                 'result', 'response', 'done', 'deadline', 'pause', 'tag',
+                 'proto_ver')
+
+    def __init__(self, opcode, oid=0, offset=0, length=0, view=None,
+                 flags=0, header_data=None, payload=None, copies=0,
+                 copy_policy=0, tag=None):
+        self.opcode = opcode
+        self.oid = oid
+        self.offset = offset
+        self.length = length
+        self.view = view
+        self.flags = flags
+        self.payload = payload
+        self.copies = copies
+        self.copy_policy = copy_policy
+        # VDI and internal requests: a function of the id giving the
+        # header and its data.
+        self.header_data = header_data
+        # What the caller wants to know the request by (an object index).
+        self.tag = tag
+        self.result = None
+        self.response = None
+        self.done = False
+        self.deadline = None
+        self.pause = FIRST_RETRY_PAUSE
+        # A response's proto_ver is only checked for public operations.
+        self.proto_ver = None
+
+    def pieces(self, req_id):
+        """What goes on the wire for this request under id req_id."""
+        if self.header_data is not None:
+            return [self.header_data(req_id)]
+        length = self.length
+        if self.payload is not None:
+            length = sum(len(piece) for piece in self.payload)
+        header = proto.pack_obj(self.opcode, req_id, self.oid, self.offset,
+                                length, self.flags, self.copies,
+                                self.copy_policy)
+        if self.payload is None:
+            return [header]
+        return [header] + list(self.payload)
+
+    @property
+    def expected(self):
+        """Bytes of response data a success carries."""
+        return self.length if self.opcode == proto.OP_READ_OBJ else 0
+
+    def describe(self):
+        name = {proto.OP_READ_OBJ: 'READ_OBJ',
+                proto.OP_WRITE_OBJ: 'WRITE_OBJ',
+                proto.OP_CREATE_AND_WRITE_OBJ: 'CREATE_AND_WRITE_OBJ',
+                proto.OP_REMOVE_OBJ: 'REMOVE_OBJ'}.get(self.opcode)
+        if name is None:
+            return {proto.OP_GET_VDI_INFO: 'GET_VDI_INFO',
+                    proto.OP_NEW_VDI: 'NEW_VDI',
+                    proto.OP_DEL_VDI: 'DEL_VDI',
+                    proto.OP_STAT_CLUSTER: 'STAT_CLUSTER'}.get(
+                self.opcode, 'opcode 0x%02x' % self.opcode)
+        if self.opcode == proto.OP_REMOVE_OBJ:
+            return 'REMOVE_OBJ of object %016x' % self.oid
+        if self.payload is not None:
+            return '%s of %d bytes at %d of object %016x' % (
+                name, sum(len(p) for p in self.payload), self.offset,
+                self.oid)
+        return '%s of %d bytes at %d of object %016x' % (
+            name, self.length, self.offset, self.oid)
+
+
+class Session(object):
+    """One connection to a sheep and the requests in flight on it.
+
+    name is the image the session works on, for messages. Final results
+    raise ``error_for``'s exceptions; retryable ones are sent again.
+    """
+
+    def __init__(self, address, port, name, connect_timeout, idle_timeout):
+        self.address = address
+        self.port = port
+        self.name = name
+        self.idle_timeout = idle_timeout
+        self._next_id = 1
+        self._outstanding = {}
+        self._header = bytearray(proto.HEADER_SIZE)
+        self._header_view = memoryview(self._header)
+        self.sock = None
+        try:
+            # socket is eventlet's green module when glance-api is
+            # monkey-patched: every wait below then goes through the hub.
+            self.sock = socket.create_connection((address, port),
+                                                 connect_timeout)
+            self.sock.settimeout(idle_timeout)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except (socket.error, OSError) as exc:
+            self.close()
+            raise Unreachable(
+                'cannot connect to sheep at %s:%s for %s: %s'
+                % (address, port, name, exc))
+
+    def close(self):
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            sock.close()
+
+    @property
+    def outstanding(self):
+        """The requests sent on this connection and not answered yet."""
+        return list(self._outstanding.values())
+
+    def where(self):
+        return 'sheep at %s:%s (%s)' % (self.address, self.port, self.name)
+
+    def send(self, requests):
+        """Send requests; each gets a fresh id.
+
+        Headers go out together; a request's payload pieces are written
+        as they are (no copy into one buffer).
+        """
+        small = []
+        try:
+            for request in requests:
+                req_id = self._next_id
+                self._next_id = (self._next_id % 0xffffffff) + 1
+                self._outstanding[req_id] = request
+                request.done = False
+                pieces = request.pieces(req_id)
+                small.append(pieces[0])
+                if len(pieces) > 1:
+                    self.sock.sendall(b''.join(small))
+                    small = []
+                    for piece in pieces[1:]:
+                        self.sock.sendall(piece)
+            if small:
+                self.sock.sendall(b''.join(small))
+        except socket.timeout:
+            raise exceptions.BackendException(
+                '%s took no request for %ss' % (self.where(),
+                                                self.idle_timeout))
+        except (socket.error, OSError) as exc:
+            raise exceptions.BackendException(
+                'connection to %s lost while sending: %s'
+                % (self.where(), exc))
+
+    def _receive_into(self, view, what):
+        got = 0
+        wanted = len(view)
+        while got < wanted:
+            try:
+                count = self.sock.recv_into(view[got:], wanted - got)
+            except socket.timeout:
+                raise exceptions.BackendException(
+                    '%s sent nothing for %ss while %d of %d bytes of %s '
+                    'were still due' % (self.where(), self.idle_timeout,
+                                        wanted - got, wanted, what))
+            except (socket.error, OSError) as exc:
+                raise exceptions.BackendException(
+                    'connection to %s lost after %d of %d bytes of %s: %s'
+                    % (self.where(), got, wanted, what, exc))
+            if not count:
+                raise exceptions.BackendException(
+                    '%s closed the connection after %d of %d bytes of %s'
+                    % (self.where(), got, wanted, what))
+            got += count
+
+    def receive_one(self):
+        """Read one response into its request; return the request.
+
+        Every field is checked before any data is read: the data of a
+        success goes into the request's own buffer and must be exactly
+        the length asked for, so nothing sized by sheep is allocated and
+        no byte lands elsewhere.
+        """
+        self._receive_into(self._header_view, 'a response header')
+        response = proto.unpack_response(self._header)
+        request = self._outstanding.get(response.id)
+        internal = request is not None and request.opcode >= 0x80
+        if not internal and response.proto_ver not in ACCEPTED_VERSIONS:
+            raise Unsupported('%s answered with protocol version 0x%02x; '
+                              'the native client speaks 0x%02x: %s'
+                              % (self.where(), response.proto_ver,
+                                 proto.PROTO_VER, WAY_OUT))
+        if request is None:
+            raise proto.ProtocolError(
+                '%s answered request id %d, which is not in flight'
+                % (self.where(), response.id))
+        del self._outstanding[response.id]
+        if response.opcode != request.opcode:
+            raise proto.ProtocolError(
+                '%s answered %s with opcode 0x%02x'
+                % (self.where(), request.describe(), response.opcode))
+        if response.result != proto.SUCCESS:
+            if response.data_length:
+                raise proto.ProtocolError(
+                    '%s sent %d bytes with %s to %s'
+                    % (self.where(), response.data_length,
+                       proto.result_text(response.result),
+                       request.describe()))
+        elif response.data_length != request.expected:
+            raise proto.ProtocolError(
+                '%s sent %d bytes for %s'
+                % (self.where(), response.data_length,
+                   request.describe()))
+        elif response.data_length:
+            self._receive_into(request.view[:response.data_length],
+                               request.describe())
+        request.result = response.result
+        request.response = response
+        return request
+
+    def complete(self, request):
+        """Pump responses until request is answered with success.
+
+        Responses of other requests land in their own buffers meanwhile
+        (and are settled: retried or raised).
+        """
+        while not request.done:
+            answered = self.receive_one()
+            self.settle(answered)
+
+    def settle(self, request):
+        """Mark a success done, resend a retryable result, raise others."""
+        result = request.result
+        if result == proto.SUCCESS:
+            request.done = True
+            return
+        if result == proto.VER_MISMATCH or result not in proto.RESULTS:
+            raise Unsupported('%s answered %s to %s: %s' % (
+                self.where(), proto.result_text(result),
+                request.describe(), WAY_OUT))
+        if result in proto.RETRYABLE:
+            now = timeutils.now()
+            if request.deadline is None:
+                request.deadline = now + self.idle_timeout
+            if now < request.deadline:
+                LOG.warning('%s answered %s to %s; retrying in %.2fs',
+                            self.where(), proto.result_text(result),
+                            request.describe(), request.pause)
+                hub_safe.sleep(request.pause)
+                request.pause = min(request.pause * 2, MAX_RETRY_PAUSE)
+                self.send([request])
+                return
+            raise exceptions.BackendException(
+                '%s kept answering %s to %s for %ss' % (
+                    self.where(), proto.result_text(result),
+                    request.describe(), self.idle_timeout))
+        raise error_for(result, self.where(), request.describe(), self.name)
+
+    def call(self, request):
+        """Send request and return it once answered with success."""
+        self.send([request])
+        self.complete(request)
+        return request
+
+    def call_raw(self, request, retry=True):
+        """Send request, return it with whatever final result it got.
+
+        For requests whose failure results the caller interprets itself
+        (a lookup answering NO_VDI, STAT_CLUSTER's cluster states).
+        Retryable results are retried unless retry is False.
+        """
+        self.send([request])
+        while True:
+            answered = self.receive_one()
+            if answered is request and (
+                    not retry or request.result == proto.SUCCESS or
+                    request.result not in proto.RETRYABLE):
+                request.done = True
+                return request
+            self.settle(answered)
+
+
+def vdi_request(opcode, name, snapid=0, tag='', vdi_size=0):
+    """A Request for a VDI operation on name (NEW_VDI takes no tag)."""
+    if opcode == proto.OP_NEW_VDI:
+        tag = None
+    return Request(opcode, header_data=lambda req_id: proto.pack_vdi(
+        opcode, req_id, name, snapid, tag, vdi_size))

@@ -1,0 +1,278 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""VDIs as ``dog vdi`` handles them: look up, create, resize, delete.
+
+Every operation follows what ``dog/vdi.c`` of sheepdog 1.0.1 sends, so
+that an image created, grown or deleted here is indistinguishable from
+one ``dog`` handled:
+
+* create: ``NEW_VDI`` with the 256-byte name, copies and
+  block_size_shift 0 (the cluster's defaults); the inode's first bytes
+  are then read for the redundancy and object size the cluster chose.
+* resize (an upload of unknown size): the inode's ``vdi_size`` field
+  (offset 536) rewritten with ``WRITE_OBJ``, as ``dog vdi resize``
+  rewrites the inode header; the size only grows.
+* record: the ``data_vdi_id`` entries (offset 4664 + 4 x index) of
+  objects written, one ``WRITE_OBJ`` per run of entries, as ``dog vdi
+  write`` records each object it created.
+* delete: the entries zeroed in runs (sheep drops a reference to each
+  object whose entry changes, and removes the object at the last one),
+  then ``DEL_VDI``, then ``GET_VDI_INFO`` must answer ``NO_VDI``: sheep
+  answers ``DEL_VDI`` with success even when its deletion work found
+  objects still recorded and left the VDI in place.
+
+Inode updates carry ``SD_FLAG_CMD_DIRECT``: sheep 0.9's object cache
+would otherwise hold them on the gateway.
+"""
+
+import struct
+
+from glance_store import exceptions
+
+from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import proto
+
+# data_vdi_id entries read per inode request: 64 KiB covers 64 GiB of
+# image at the default object size.
+TABLE_ENTRIES = 16384
+# Entries zeroed per WRITE_OBJ on delete: dog's NR_BATCHED_DISCARD.
+DELETE_BATCH = 128
+
+_UINT32 = struct.Struct('<I')
+
+
+class Vdi(object):
+    """A VDI's id and the inode fields the client uses."""
+
+    def __init__(self, vid, inode):
+        self.vid = vid
+        self.inode = inode
+
+    @property
+    def size(self):
+        return self.inode.vdi_size
+
+    @property
+    def object_size(self):
+        return self.inode.object_size
+
+
+class Table(object):
+    """The data_vdi_id entries of a range, read a chunk at a time."""
+
+    def __init__(self, session, vid, last_index):
+        self.session = session
+        self.vid = vid
+        self.last_index = last_index
+        self.first = None
+        self.count = 0
+        self.buf = None
+
+    def owner(self, index):
+        """The VDI id owning object index; 0 for a hole."""
+        if self.first is None or not (
+                self.first <= index < self.first + self.count):
+            self._load(index)
+        return _UINT32.unpack_from(self.buf, 4 * (index - self.first))[0]
+
+    def _load(self, index):
+        count = min(TABLE_ENTRIES, self.last_index - index + 1)
+        if self.buf is None or len(self.buf) < 4 * count:
+            self.buf = bytearray(4 * count)
+        self.session.call(connection.Request(
+            proto.OP_READ_OBJ, proto.vdi_oid(self.vid),
+            proto.INODE_DATA_INDEX_OFFSET + 4 * index, 4 * count,
+            memoryview(self.buf)[:4 * count], proto.FLAG_CMD_DIRECT))
+        self.first = index
+        self.count = count
+
+
+def read_inode_fields(session, vid):
+    """The InodeFields of VDI vid."""
+    fields_buf = bytearray(proto.INODE_FIELDS_SIZE)
+    session.call(connection.Request(
+        proto.OP_READ_OBJ, proto.vdi_oid(vid), 0, len(fields_buf),
+        memoryview(fields_buf), proto.FLAG_CMD_DIRECT))
+    return proto.InodeFields(fields_buf)
+
+
+def look_up(session, name, snapid=0, tag=''):
+    """The Vdi name (snapshot snapid or tag); NotFound if missing.
+
+    Only flat object tables are supported: a B-tree inode (store policy
+    1, images over 4 TiB) raises Unsupported.
+    """
+    lookup = session.call(connection.vdi_request(
+        proto.OP_GET_VDI_INFO, name, snapid, tag))
+    vid = lookup.response.vdi_id
+    inode = read_inode_fields(session, vid)
+    if inode.store_policy != 0:
+        raise connection.Unsupported(
+            'sheepdog image %s keeps its object table in a B-tree (store '
+            'policy %d): %s' % (name, inode.store_policy,
+                                connection.WAY_OUT))
+    return Vdi(vid, inode)
+
+
+def find(session, name):
+    """The current Vdi name, or None when sheep answers NO_VDI."""
+    try:
+        return look_up(session, name)
+    except exceptions.NotFound:
+        return None
+
+
+def create(session, name, size):
+    """Create VDI name of size bytes; Duplicate if the name exists.
+
+    Not idempotent: a retried NEW_VDI whose first attempt succeeded
+    answers VDI_EXIST, so only sheep's own retryable results (which
+    created nothing) are retried.
+    """
+    new = session.call(connection.vdi_request(proto.OP_NEW_VDI, name,
+                                              vdi_size=size))
+    vid = new.response.vdi_id
+    return Vdi(vid, read_inode_fields(session, vid))
+
+
+def set_size(session, vdi, size):
+    """Rewrite the inode's vdi_size (dog vdi resize); grows only."""
+    session.call(inode_write(vdi, proto.INODE_VDI_SIZE_OFFSET,
+                             proto.pack_uint64(size)))
+    vdi.inode.vdi_size = size
+
+
+def inode_write(vdi, offset, data, tag=None):
+    """A WRITE_OBJ request of data at offset of vdi's inode object."""
+    return connection.Request(
+        proto.OP_WRITE_OBJ, proto.vdi_oid(vdi.vid), offset,
+        flags=proto.FLAG_CMD_WRITE | proto.FLAG_CMD_DIRECT,
+        payload=[data], copies=vdi.inode.nr_copies,
+        copy_policy=vdi.inode.copy_policy, tag=tag)
+
+
+def record(vdi, first, count, owner=None):
+    """The request setting entries first..first+count-1 to owner."""
+    if owner is None:
+        owner = vdi.vid
+    return inode_write(vdi, proto.INODE_DATA_INDEX_OFFSET + 4 * first,
+                       proto.pack_uint32s(owner, count),
+                       tag=(first, count))
+
+
+def runs(indexes):
+    """(first, count) of each run of consecutive indexes, in order."""
+    first = None
+    count = 0
+    for index in sorted(indexes):
+        if first is not None and index == first + count:
+            count += 1
+            continue
+        if first is not None:
+            yield first, count
+        first, count = index, 1
+    if first is not None:
+        yield first, count
+
+
+def has_snapshots(session, vdi, name):
+    """Whether VDI name has snapshots: its parent carries its name.
+
+    ``dog vdi snapshot`` turns the current VDI into the snapshot and
+    creates a new current VDI whose parent it is; a clone's parent is a
+    snapshot of another name.
+    """
+    parent = vdi.inode.parent_vdi_id
+    if not parent:
+        return False
+    fields = read_inode_fields(session, parent)
+    wanted = name.encode('utf-8') if not isinstance(name, bytes) else name
+    return fields.name == wanted
+
+
+def delete(session, name):
+    """Delete the current VDI name as ``dog vdi delete`` does; confirm.
+
+    NotFound if missing; InUseByStore, leaving everything intact, when
+    the image has snapshots (clones, e.g. cinder volumes, may depend on
+    them: deleting the current VDI would leave their data behind under
+    the image's name, which glance could no longer see or delete).
+    """
+    vdi = look_up(session, name)
+    if has_snapshots(session, vdi, name):
+        raise exceptions.InUseByStore(
+            message='sheepdog image %s has snapshots (%s): left intact; '
+            'delete them first (dog vdi delete -s)' % (
+                name, session.where()))
+    clear_entries(session, vdi)
+    session.call(connection.vdi_request(proto.OP_DEL_VDI, name))
+    check = session.call_raw(connection.vdi_request(proto.OP_GET_VDI_INFO,
+                                                    name))
+    if check.result == proto.SUCCESS:
+        raise exceptions.BackendException(
+            '%s answered success to DEL_VDI of %s but still has it (vdi '
+            '%x); see its sheep.log' % (session.where(), name,
+                                        check.response.vdi_id))
+    if check.result not in (proto.NO_VDI, proto.NO_TAG):
+        raise connection.error_for(check.result, session.where(),
+                                   'GET_VDI_INFO', name)
+
+
+def clear_entries(session, vdi):
+    """Zero every recorded data_vdi_id entry, in runs of DELETE_BATCH."""
+    if not vdi.size:
+        return
+    last = (vdi.size - 1) // vdi.object_size
+    table = Table(session, vdi.vid, last)
+    filled = [index for index in range(last + 1) if table.owner(index)]
+    requests = []
+    for first, count in runs(filled):
+        while count:
+            take = min(count, DELETE_BATCH)
+            requests.append(record(vdi, first, take, owner=0))
+            first += take
+            count -= take
+    if requests:
+        session.send(requests)
+        for request in requests:
+            session.complete(request)
+
+
+def unowned_objects(settings, address, port, name, length):
+    """Indexes of the objects in VDI name's first length bytes not its own.
+
+    ``dog vdi write`` creates each object it writes and then records it
+    in the inode's ``data_vdi_id`` table with a second, separate write.
+    On sheepdog 1.0.1 that second write can be lost when a sheep dies
+    while the inode object is recovered, although ``dog`` exits 0: the
+    object then reads as a hole (zeros). A freshly uploaded image owns
+    every object it was written to, so any index returned here is data
+    the cluster will not give back. Raises Unsupported for a cluster
+    this module cannot read the table of.
+    """
+    if length <= 0:
+        return []
+    session = connection.Session(address, port, name,
+                                 settings.command_timeout,
+                                 settings.transfer_timeout)
+    try:
+        vdi = look_up(session, name)
+        last = (length - 1) // vdi.object_size
+        table = Table(session, vdi.vid, last)
+        return [index for index in range(last + 1)
+                if table.owner(index) != vdi.vid]
+    except proto.ProtocolError as exc:
+        raise exceptions.BackendException(
+            'reading the object table of sheepdog image %s failed: %s'
+            % (name, exc))
+    finally:
+        session.close()
