@@ -9,10 +9,14 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""A fake sheep for unit tests of the native reader: the wire, no more.
+"""A fake sheep for unit tests of the native client: the wire, no more.
 
-Serves GET_VDI_INFO and READ_OBJ of images held in memory, on a
-loopback port, one thread per connection. The requests that arrive
+Serves GET_VDI_INFO, READ_OBJ, NEW_VDI, CREATE_AND_WRITE_OBJ, WRITE_OBJ
+(of data objects and of inodes: vdi_size and data_vdi_id entries),
+REMOVE_OBJ, DEL_VDI and STAT_CLUSTER for images held in memory, on a
+loopback port the system chooses, one thread per connection. DEL_VDI
+behaves as sheep 1.0.1's does: with entries still recorded it answers
+success and deletes nothing. The requests that arrive
 together are answered in reverse order, so a reader that assumes
 responses in request order fails. ``fault`` injects one misbehaviour at
 the n-th READ_OBJ of data. The real-cluster suite (tests/real) checks
@@ -24,7 +28,7 @@ import socket
 import struct
 import threading
 
-from glance_store_fastsheep import sheep_proto as proto
+from glance_store_fastsheep.native import proto
 
 INODE_TABLE_END = (proto.INODE_DATA_INDEX_OFFSET +
                    4 * proto.INODE_DATA_INDEX_ENTRIES)
@@ -38,12 +42,15 @@ class Image(object):
         self.block_size_shift = block_size_shift
         self.table = table  # object index -> owner vid (0: hole)
         self.store_policy = 0
+        self.parent = 0
+        self.nr_copies = 1
 
     def inode_bytes(self, offset, length):
         """length bytes at offset of the inode object, built on demand."""
         fields = proto.pack_inode_fields(self.name, self.size, self.vid,
-                                         0, self.block_size_shift,
-                                         self.store_policy)
+                                         self.parent, self.block_size_shift,
+                                         self.store_policy,
+                                         nr_copies=self.nr_copies)
         out = bytearray(length)
         for pos in range(offset, offset + length):
             if pos < len(fields):
@@ -71,6 +78,20 @@ class FakeSheep(object):
         self.fault = None  # (n-th data READ_OBJ, kind, argument)
         # A result GET_VDI_INFO answers instead of the lookup's own.
         self.lookup_result = None
+        # sheep's SD_SHEEP_PROTO_VER, for internal operations.
+        self.sheep_version = 0x0a
+        self.cluster_result = proto.SUCCESS
+        self.default_shift = 16
+        # opcode -> result answered instead of doing the operation.
+        self.results = {}
+        # data oid -> result a CREATE_AND_WRITE_OBJ of it answers.
+        self.write_results = {}
+        self.deleted = []
+        self.fields = []  # RequestFields of every request answered
+        self.new_vdi_fields = None
+        # Most CREATE_AND_WRITE_OBJ requests that arrived together: a
+        # lower bound of what the client had in flight at once.
+        self.max_create_batch = 0
         self.max_batch = 0
         self.reads = 0
         self.requests = []  # (opcode, oid, offset, length)
@@ -180,14 +201,18 @@ class FakeSheep(object):
                         return
                     opcode, req_id, length, oid, offset, snapid = (
                         proto.unpack_request(header))
+                    fields = proto.RequestFields(header)
                     data = b''
-                    if opcode == proto.OP_GET_VDI_INFO:
+                    if length and fields.flags & proto.FLAG_CMD_WRITE:
                         data = self._recv_exact(conn, length)
                         if data is None:
                             return
                     batch.append((opcode, req_id, length, oid, offset,
-                                  snapid, data))
+                                  snapid, data, fields))
                 self.max_batch = max(self.max_batch, len(batch))
+                creates = sum(1 for request in batch
+                              if request[0] == proto.OP_CREATE_AND_WRITE_OBJ)
+                self.max_create_batch = max(self.max_create_batch, creates)
                 for request in reversed(batch):
                     if not self._answer(conn, *request):
                         return
@@ -201,9 +226,22 @@ class FakeSheep(object):
                 self.closed_connections += 1
 
     def _answer(self, conn, opcode, req_id, length, oid, offset, snapid,
-                data):
+                data, fields=None):
         with self.lock:
             self.requests.append((opcode, oid, offset, length))
+            if fields is not None:
+                self.fields.append(fields)
+        if opcode in self.results:
+            conn.sendall(proto.pack_response(req_id, opcode,
+                                             self.results[opcode]))
+            return True
+        handler = self._HANDLERS.get(opcode)
+        if handler is not None:
+            with self.lock:
+                answer = handler(self, req_id, opcode, length, oid, offset,
+                                 snapid, data, fields)
+            conn.sendall(answer)
+            return True
         if opcode == proto.OP_GET_VDI_INFO:
             name = data[:proto.MAX_VDI_LEN].rstrip(b'\0').decode('utf-8')
             image = self.images.get((name, snapid))
@@ -288,3 +326,110 @@ class FakeSheep(object):
         if kind == 'stall':
             return True
         raise ValueError('unknown fault %s' % kind)
+
+    # -- the write side ----------------------------------------------
+
+    def image_bytes(self, name):
+        """The current image name's bytes, as a reader would get them."""
+        image = self.images[(name, 0)]
+        object_size = 1 << image.block_size_shift
+        out = []
+        for index in range(-(-image.size // object_size)):
+            owner = image.table.get(index, 0)
+            body = self.objects.get(proto.data_oid(owner, index)) if (
+                owner) else None
+            out.append(body if body is not None else b'\0' * object_size)
+        return b''.join(out)[:image.size]
+
+    def _new_vdi(self, req_id, opcode, length, oid, offset, snapid, data,
+                 fields):
+        name = data[:proto.MAX_VDI_LEN].rstrip(b'\0').decode('utf-8')
+        if length != proto.MAX_VDI_LEN:
+            return proto.pack_response(req_id, opcode,
+                                       0x05)
+        if (name, 0) in self.images:
+            return proto.pack_response(req_id, opcode, proto.VDI_EXIST)
+        self.new_vdi_fields = fields
+        vid = self.next_vid
+        self.next_vid += 1
+        image = Image(name, vid, fields.vdi_size,
+                      fields.block_size_shift or
+                      self.default_shift, {})
+        self.images[(name, 0)] = image
+        self.by_vid[vid] = image
+        return proto.pack_response(req_id, opcode, proto.SUCCESS,
+                                   vdi_id=vid, copies=1,
+                                   block_size_shift=image.block_size_shift)
+
+    def _write_obj(self, req_id, opcode, length, oid, offset, snapid, data,
+                   fields):
+        if oid & proto.VDI_BIT:
+            image = self.by_vid.get((oid >> 32) & 0xffffff)
+            if image is None or opcode != proto.OP_WRITE_OBJ:
+                return proto.pack_response(req_id, opcode, proto.NO_OBJ)
+            if offset == proto.INODE_VDI_SIZE_OFFSET and length == 8:
+                image.size = struct.unpack('<Q', data)[0]
+            elif (offset >= proto.INODE_DATA_INDEX_OFFSET and
+                  (offset - proto.INODE_DATA_INDEX_OFFSET) % 4 == 0):
+                first = (offset - proto.INODE_DATA_INDEX_OFFSET) // 4
+                values = struct.unpack('<%dI' % (length // 4), data)
+                for index, value in enumerate(values, first):
+                    old = image.table.get(index, 0)
+                    if old and old != value and old == image.vid:
+                        # The last reference dropped: sheep removes it.
+                        self.objects.pop(proto.data_oid(old, index), None)
+                    if value:
+                        image.table[index] = value
+                    else:
+                        image.table.pop(index, None)
+            else:
+                return proto.pack_response(req_id, opcode, 0x05)
+            return proto.pack_response(req_id, opcode, proto.SUCCESS)
+        result = self.write_results.get(oid)
+        if result is not None:
+            return proto.pack_response(req_id, opcode, result)
+        image = self.by_vid.get((oid >> 32) & 0xffffff)
+        object_size = 1 << image.block_size_shift
+        if opcode == proto.OP_CREATE_AND_WRITE_OBJ:
+            body = bytearray(object_size)
+        else:
+            body = bytearray(self.objects[oid])
+        body[offset:offset + len(data)] = data
+        self.objects[oid] = bytes(body)
+        return proto.pack_response(req_id, opcode, proto.SUCCESS)
+
+    def _remove_obj(self, req_id, opcode, length, oid, offset, snapid,
+                    data, fields):
+        if self.objects.pop(oid, None) is None:
+            return proto.pack_response(req_id, opcode, proto.NO_OBJ)
+        return proto.pack_response(req_id, opcode, proto.SUCCESS)
+
+    def _del_vdi(self, req_id, opcode, length, oid, offset, snapid, data,
+                 fields):
+        name = data[:proto.MAX_VDI_LEN].rstrip(b'\0').decode('utf-8')
+        image = self.images.get((name, snapid))
+        if image is None:
+            return proto.pack_response(req_id, opcode, proto.NO_VDI)
+        if not any(image.table.values()):
+            del self.images[(name, snapid)]
+            self.deleted.append(name)
+        # else: sheep's deletion work logs "still has objects" and
+        # leaves the VDI, but the answer is success all the same.
+        return proto.pack_response(req_id, opcode, proto.SUCCESS,
+                                   vdi_id=image.vid)
+
+    def _stat_cluster(self, req_id, opcode, length, oid, offset, snapid,
+                      data, fields):
+        if fields.proto_ver != self.sheep_version:
+            return proto.pack_response(req_id, opcode, proto.VER_MISMATCH)
+        return proto.pack_response(req_id, opcode, self.cluster_result,
+                                   proto_ver=self.sheep_version)
+
+    _HANDLERS = {
+        proto.OP_NEW_VDI: _new_vdi,
+        proto.OP_CREATE_AND_WRITE_OBJ: _write_obj,
+        proto.OP_WRITE_OBJ: _write_obj,
+        proto.OP_REMOVE_OBJ: _remove_obj,
+        proto.OP_DEL_VDI: _del_vdi,
+        proto.OP_STAT_CLUSTER: _stat_cluster,
+    }

@@ -1,0 +1,117 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The native client: the store's interface over sheep's protocol.
+
+No sheepdog package is needed on the glance host: every operation is a
+few requests on one TCP connection to the location's sheep (reads,
+lookups, deletes) or to the configured one (writes, the configure-time
+check). See ``vdi``, ``read`` and ``write`` for what is sent.
+"""
+
+from glance_store import exceptions
+from oslo_log import log as logging
+
+from glance_store_fastsheep import client
+from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import read
+from glance_store_fastsheep.native import vdi as vdi_ops
+from glance_store_fastsheep.native import write
+
+LOG = logging.getLogger(__name__)
+
+
+class NativeClient(client.Client):
+    """``client.Client`` speaking sheep's protocol directly."""
+
+    def _session(self, address, port, name):
+        return connection.Session(address, port, name,
+                                  self.settings.command_timeout,
+                                  self.settings.transfer_timeout)
+
+    def check(self):
+        """The configured sheep speaks our protocol; its cluster runs.
+
+        ``STAT_CLUSTER`` is an internal operation: sheep refuses it with
+        VER_MISMATCH unless it carries sheep's own internal version, so
+        the versions of the releases this client knows are tried in
+        turn, which also tells which release line answers. With no log
+        asked for, the result is the cluster's state.
+        """
+        settings = self.settings
+        where = '%s:%s' % (settings.address, settings.port)
+        try:
+            session = self._session(settings.address, settings.port,
+                                    'cluster check')
+        except connection.Unreachable as exc:
+            raise client.ClientError(
+                'sheepdog_store_client = native: %s' % exc)
+        try:
+            for version, line in sorted(proto.SHEEP_VERSIONS.items(),
+                                        reverse=True):
+                stat = session.call_raw(connection.Request(
+                    proto.OP_STAT_CLUSTER,
+                    header_data=lambda req_id, v=version:
+                        proto.pack_stat_cluster(req_id, v)), retry=False)
+                if stat.result == proto.VER_MISMATCH:
+                    continue
+                if stat.result == proto.SUCCESS:
+                    LOG.info('Sheepdog cluster at %s is running (%s, '
+                             'internal protocol 0x%02x)', where, line,
+                             version)
+                    return line
+                if stat.result == proto.WAIT_FOR_FORMAT:
+                    raise client.ClientError(
+                        'the sheepdog cluster at %s is not formatted yet '
+                        '(dog cluster format)' % where)
+                raise client.ClientError(
+                    'the sheepdog cluster at %s is not running: %s'
+                    % (where, proto.result_text(stat.result)))
+            raise client.ClientError(
+                'the sheep at %s speaks an internal protocol version the '
+                'native client does not know (it knows %s); %s'
+                % (where, ', '.join('0x%02x' % v for v in sorted(
+                    proto.SHEEP_VERSIONS)), connection.WAY_OUT))
+        except (exceptions.BackendException, proto.ProtocolError) as exc:
+            raise client.ClientError(
+                'sheepdog_store_client = native cannot use the sheep at '
+                '%s: %s; %s' % (where, exc, connection.WAY_OUT))
+        finally:
+            session.close()
+
+    def lookup(self, address, port, name):
+        session = self._session(address, port, name)
+        try:
+            return vdi_ops.find(session, name)
+        except proto.ProtocolError as exc:
+            raise exceptions.BackendException(
+                'looking up sheepdog image %s failed: %s' % (name, exc))
+        finally:
+            session.close()
+
+    def read(self, address, port, name, offset, length):
+        return read.NativeStream(self.settings, address, port, name, offset,
+                                 length)
+
+    def write(self, name, source, digest, image_size):
+        return write.write_image(self.settings, name, source, digest,
+                                 image_size)
+
+    def delete(self, address, port, name):
+        session = self._session(address, port, name)
+        try:
+            vdi_ops.delete(session, name)
+        except proto.ProtocolError as exc:
+            raise exceptions.BackendException(
+                'deleting sheepdog image %s failed: %s' % (name, exc))
+        finally:
+            session.close()

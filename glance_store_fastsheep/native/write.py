@@ -1,0 +1,377 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Uploads over sheep's own protocol, several object writes in flight.
+
+``dog vdi write`` creates one object, waits, records it in the inode,
+waits, and only then reads the next object from its stdin. This writer
+keeps up to ``write_concurrency`` ``CREATE_AND_WRITE_OBJ`` requests in
+flight on one connection and records the acknowledged objects in the
+inode's ``data_vdi_id`` table with one ``WRITE_OBJ`` per run of
+entries: an object is recorded only once sheep acknowledged its data,
+so the inode never points at an object that is not there. All-zero
+objects are neither written nor recorded, so a thin image stays thin
+(a hole reads back as zeros).
+
+Each in-flight write beyond an upload's first holds a slot of the
+process's write budget (``upload.WRITERS``), as a ``dog`` child does.
+Memory: the pieces of at most ``write_concurrency`` objects in flight,
+the one being filled, and a bounded queue of pieces waiting to be
+hashed, which are the same objects.
+
+Hashing overlaps the transfer: under eventlet each piece is hashed on
+a tpool thread (``upload.Digest.update_beside``); under native threads
+a thread of the upload's own hashes the pieces in order while this one
+sends (hashlib releases the GIL on large buffers, socket writes too).
+
+On failure the objects created and not recorded are removed with
+``REMOVE_OBJ`` and the VDI is deleted (``vdi.delete``), on a fresh
+connection.
+"""
+
+import collections
+import sys
+import threading
+
+from glance_store import exceptions
+from oslo_log import log as logging
+from oslo_utils import excutils
+from six.moves import queue
+
+from glance_store_fastsheep import hub_safe
+from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import vdi as vdi_ops
+from glance_store_fastsheep import upload
+
+LOG = logging.getLogger(__name__)
+
+# Pieces waiting for the hashing thread (native threads): enough to
+# keep it busy while an object is sent, few enough to bound memory.
+HASH_QUEUE_PIECES = 16
+
+
+class _Hasher(object):
+    """Feeds a digest every piece, in order, beside the transfer."""
+
+    def __init__(self, digest):
+        self.digest = digest
+        self.green = hub_safe.is_green()
+        self._queue = None
+        self._thread = None
+        self._error = None
+
+    def update(self, piece):
+        if self.digest is None:
+            return
+        if self.green:
+            self.digest.update_beside(piece)
+            return
+        if self._thread is None:
+            self._queue = queue.Queue(HASH_QUEUE_PIECES)
+            self._thread = threading.Thread(target=self._run)
+            self._thread.daemon = True
+            self._thread.start()
+        self._queue.put(piece)
+
+    def _run(self):
+        while True:
+            piece = self._queue.get()
+            if piece is None:
+                return
+            if self._error is None:
+                try:
+                    self.digest.update(piece)
+                except Exception:
+                    self._error = sys.exc_info()
+
+    def settle(self):
+        """Return once every piece was hashed; raise a hashing error."""
+        if self.digest is None:
+            return
+        if self.green:
+            self.digest.settle()
+            return
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error[1]
+
+
+class Writer(object):
+    """Writes one image into a new VDI of a session's sheep."""
+
+    def __init__(self, session, settings, name):
+        self.session = session
+        self.settings = settings
+        self.name = name
+        self.vdi = None
+        self.created = set()
+        self.recorded = set()
+        self._acked = []
+        self._in_flight = collections.deque()
+        self._records = []
+        self._zeros = b''
+
+    # -- requests --------------------------------------------------------
+
+    def _harvest(self):
+        """Collect answered writes and records; record acked objects."""
+        while self._in_flight and self._in_flight[0].done:
+            request = self._in_flight.popleft()
+            if request.tag[1]:
+                upload.WRITERS.give()
+            self._acked.append(request.tag[0])
+        still = []
+        for request in self._records:
+            if request.done:
+                first, count = request.tag
+                self.recorded.update(range(first, first + count))
+            else:
+                still.append(request)
+        self._records = still
+        if self._acked:
+            requests = [vdi_ops.record(self.vdi, first, count)
+                        for first, count in vdi_ops.runs(self._acked)]
+            self._acked = []
+            self.session.send(requests)
+            self._records.extend(requests)
+
+    def _wait_oldest(self):
+        self.session.complete(self._in_flight[0])
+        self._harvest()
+
+    def _send_object(self, index, pieces):
+        """Send one object's data once the window and budget allow it."""
+        while True:
+            if len(self._in_flight) >= self.settings.write_concurrency:
+                self._wait_oldest()
+                continue
+            if not self._in_flight:
+                slot = False
+                break
+            if upload.WRITERS.take(self.settings.write_budget):
+                slot = True
+                break
+            self._wait_oldest()
+        inode = self.vdi.inode
+        request = connection.Request(
+            proto.OP_CREATE_AND_WRITE_OBJ, proto.data_oid(self.vdi.vid,
+                                                          index), 0,
+            flags=proto.FLAG_CMD_WRITE | proto.FLAG_CMD_DIRECT,
+            payload=pieces, copies=inode.nr_copies,
+            copy_policy=inode.copy_policy, tag=(index, slot))
+        self.created.add(index)
+        self._in_flight.append(request)
+        try:
+            self.session.send([request])
+        except BaseException:
+            self._in_flight.pop()
+            if slot:
+                upload.WRITERS.give()
+            raise
+        hub_safe.give_way()
+
+    def _release_slots(self):
+        while self._in_flight:
+            request = self._in_flight.popleft()
+            if request.tag[1]:
+                upload.WRITERS.give()
+
+    # -- data ------------------------------------------------------------
+
+    def _is_zero(self, piece):
+        size = len(piece)
+        if len(self._zeros) < size:
+            self._zeros = b'\0' * size
+        zeros = self._zeros if size == len(self._zeros) else (
+            self._zeros[:size])
+        return piece == zeros
+
+    def _fill(self, source, hasher, want):
+        """Up to want bytes as pieces: (pieces, length, all zero)."""
+        pieces = []
+        length = 0
+        zero = True
+        read_size = self.settings.read_size
+        while length < want:
+            piece = source.read(min(read_size, want - length))
+            if not piece:
+                break
+            hasher.update(piece)
+            if zero and not self._is_zero(piece):
+                zero = False
+            pieces.append(piece)
+            length += len(piece)
+        return pieces, length, zero
+
+    def write(self, source, digest, image_size):
+        """Create the VDI, write source into it; return bytes written.
+
+        image_size 0 is unknown: the VDI is created empty and grows
+        (``vdi.set_size``) before each object is sent, never past the
+        data. Known sizes must match the data exactly (Invalid).
+        """
+        source = upload.Source(source)
+        hasher = _Hasher(digest)
+        try:
+            written = self._write(source, hasher, image_size)
+        finally:
+            hasher.settle()
+        return written
+
+    def _write(self, source, hasher, image_size):
+        self.vdi = vdi_ops.create(self.session, self.name, image_size)
+        object_size = self.vdi.object_size
+        known = image_size > 0
+        offset = 0
+        index = 0
+        while not known or offset < image_size:
+            want = object_size
+            if known:
+                want = min(object_size, image_size - offset)
+            pieces, length, zero = self._fill(source, hasher, want)
+            if known and length < want:
+                raise exceptions.Invalid(
+                    message='image data ended after %d of the %d bytes '
+                    'announced' % (offset + length, image_size))
+            if not length:
+                break
+            if not known:
+                vdi_ops.set_size(self.session, self.vdi, offset + length)
+                self._harvest()
+            if not zero:
+                self._send_object(index, pieces)
+            del pieces
+            offset += length
+            index += 1
+            if length < want:
+                break
+        if known and source.read(1):
+            raise exceptions.Invalid(
+                message='image data is larger than the %d bytes announced'
+                % image_size)
+        while self._in_flight:
+            self._wait_oldest()
+        while self._records:
+            self.session.complete(self._records[0])
+            self._harvest()
+        if self.created != self.recorded:
+            raise exceptions.BackendException(
+                'upload of %s: %d object(s) written but not recorded'
+                % (self.name, len(self.created - self.recorded)))
+        return offset
+
+    def clean_up(self):
+        """Remove what a failed upload left; log what cannot be removed.
+
+        On a fresh connection: the session that failed may be the
+        reason. Orphans (objects created, never recorded) first by
+        REMOVE_OBJ, then the VDI as ``vdi.delete`` deletes it.
+        """
+        self._release_slots()
+        if self.vdi is None:
+            return
+        settings = self.settings
+        try:
+            session = connection.Session(
+                self.session.address, self.session.port, self.name,
+                settings.command_timeout, settings.transfer_timeout)
+        except exceptions.BackendException as exc:
+            LOG.error('Could not remove the partial sheepdog image %s: %s',
+                      self.name, exc)
+            return
+        try:
+            current = vdi_ops.look_up(session, self.name)
+            if current.vid != self.vdi.vid:
+                LOG.error('Sheepdog image %s is no longer the VDI this '
+                          'upload created (%x, now %x); left alone',
+                          self.name, self.vdi.vid, current.vid)
+                return
+            if self.created:
+                last = max(self.created)
+                table = vdi_ops.Table(session, current.vid, last)
+                orphans = [index for index in sorted(self.created)
+                           if table.owner(index) != current.vid]
+                self._remove(session, orphans)
+            vdi_ops.delete(session, self.name)
+            LOG.info('Deleted the partial sheepdog image %s', self.name)
+        except exceptions.BackendException as exc:
+            LOG.error('Could not remove the partial sheepdog image %s: %s',
+                      self.name, exc)
+        except proto.ProtocolError as exc:
+            LOG.error('Could not remove the partial sheepdog image %s: %s',
+                      self.name, exc)
+        finally:
+            session.close()
+
+    def _remove(self, session, indexes):
+        requests = [connection.Request(
+            proto.OP_REMOVE_OBJ, proto.data_oid(self.vdi.vid, index),
+            copies=self.vdi.inode.nr_copies,
+            copy_policy=self.vdi.inode.copy_policy, tag=(index, False))
+            for index in indexes]
+        if not requests:
+            return
+        session.send(requests)
+        for request in requests:
+            while not request.done:
+                answered = session.receive_one()
+                if answered.result == proto.NO_OBJ:
+                    # Its data never reached sheep: nothing to remove.
+                    answered.done = True
+                else:
+                    session.settle(answered)
+
+    def drain(self):
+        """Wait for the answers of requests in flight on a healthy session.
+
+        After a failure of the source or a final result (not of the
+        connection), so that no write still in flight lands after
+        clean_up removed its object. Results no longer matter here.
+        """
+        try:
+            while self.session.sock is not None and (
+                    self.session.outstanding):
+                self.session.receive_one()
+        except Exception as exc:
+            LOG.debug('Requests in flight of %s not all answered: %s',
+                      self.name, exc)
+
+
+def write_image(settings, name, source, digest, image_size):
+    """Create image name on the configured sheep and write source.
+
+    Returns the bytes written; on failure removes what it wrote and
+    raises.
+    """
+    session = connection.Session(settings.address, settings.port, name,
+                                 settings.command_timeout,
+                                 settings.transfer_timeout)
+    writer = Writer(session, settings, name)
+    try:
+        return writer.write(source, digest, image_size)
+    except proto.ProtocolError as exc:
+        session.close()
+        writer.clean_up()
+        raise exceptions.BackendException(
+            'upload of sheepdog image %s failed: %s' % (name, exc))
+    except BaseException as exc:
+        with excutils.save_and_reraise_exception():
+            if not isinstance(exc, exceptions.BackendException):
+                writer.drain()
+            session.close()
+            writer.clean_up()
+    finally:
+        session.close()

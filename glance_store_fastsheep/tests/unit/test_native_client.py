@@ -1,0 +1,456 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The native client against a fake sheep: write, lookup, delete, check.
+
+Byte-exact round trips through the fake's own store, the requests sent
+(thin images, inode updates in runs, orphans removed), errors mapped to
+glance_store's exceptions, and no fd left open.
+"""
+
+import hashlib
+import io
+import json
+import subprocess
+import sys
+import threading
+
+import fixtures
+from glance_store import exceptions
+from oslotest import base
+
+from glance_store_fastsheep import client
+from glance_store_fastsheep.native import client as native_client
+from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import vdi
+from glance_store_fastsheep.tests import compat
+from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep.tests.unit import test_native_read
+from glance_store_fastsheep import upload
+
+OBJECT = test_native_read.OBJECT
+payload = test_native_read.payload
+
+
+class Settings(object):
+    address = '127.0.0.1'
+    read_size = 16384
+    command_timeout = 5.0
+    transfer_timeout = 5.0
+    write_concurrency = 4
+    write_budget = 16
+    client = client.NATIVE
+
+
+class Chunks(object):
+    """An iterator source of pieces of uneven sizes, as glance may pass."""
+
+    def __init__(self, data, size=7000):
+        self.pieces = [data[i:i + size] for i in range(0, len(data), size)]
+
+    def __iter__(self):
+        return iter(self.pieces)
+
+
+def digest():
+    return upload.Digest([hashlib.md5(), hashlib.sha512()], None)
+
+
+class ClientTestCase(test_native_read.FdsClosedMixin, base.BaseTestCase):
+
+    def setUp(self):
+        super(ClientTestCase, self).setUp()
+        self.sheep = fake_sheep.FakeSheep()
+        self.addCleanup(self.sheep.close)
+        self.settings = Settings()
+        self.settings.port = self.sheep.port
+        self.client = client.get_client(self.settings)
+        self.count_fds()
+
+    def ops(self, opcode):
+        return [r for r in self.sheep.requests if r[0] == opcode]
+
+    def write(self, name, data, size=None, source=None):
+        hashes = digest()
+        if source is None:
+            source = io.BytesIO(data)
+        written = self.client.write(name, source, hashes,
+                                    len(data) if size is None else size)
+        self.assertEqual(len(data), written)
+        self.assertEqual(hashlib.md5(data).hexdigest(),
+                         hashes.hashers[0].hexdigest())
+        self.assertEqual(hashlib.sha512(data).hexdigest(),
+                         hashes.hashers[1].hexdigest())
+        return written
+
+
+class WriteTest(ClientTestCase):
+
+    def test_get_client_builds_the_native_client(self):
+        self.assertIsInstance(self.client, native_client.NativeClient)
+
+    def test_sizes_round_trip_byte_exact(self):
+        for number, size in enumerate((1, 511, OBJECT - 1, OBJECT,
+                                       OBJECT + 1, 9 * OBJECT + 1234)):
+            name = 'img%d' % number
+            data = payload(size, seed=number)
+            self.write(name, data)
+            self.assertTrue(self.sheep.image_bytes(name) == data,
+                            'size %d differs' % size)
+            self.assertEqual(size, self.client.size('127.0.0.1',
+                                                    self.sheep.port, name))
+            got = b''.join(self.client.read('127.0.0.1', self.sheep.port,
+                                            name, 0, size))
+            self.assertTrue(got == data)
+            # Every object written is recorded as the image's own.
+            self.assertEqual([], vdi.unowned_objects(
+                self.settings, '127.0.0.1', self.sheep.port, name, size))
+        self.assertFdsClosed()
+
+    def test_new_vdi_asks_for_the_cluster_defaults(self):
+        self.write('img', payload(OBJECT))
+        fields = self.sheep.new_vdi_fields
+        self.assertEqual((0, 0, OBJECT), (fields.vdi_copies,
+                                          fields.block_size_shift,
+                                          fields.vdi_size))
+
+    def test_several_writes_in_flight_bounded_by_concurrency(self):
+        data = payload(12 * OBJECT, seed=3)
+        self.write('img', data)
+        self.assertGreater(self.sheep.max_batch, 1)
+        creates = self.ops(proto.OP_CREATE_AND_WRITE_OBJ)
+        self.assertEqual(12, len(creates))
+        self.assertLessEqual(self.sheep.max_create_batch,
+                             Settings.write_concurrency)
+        self.assertGreater(self.sheep.max_create_batch, 1)
+
+    def test_budget_bounds_the_extra_writes(self):
+        self.settings.write_budget = 0
+        self.write('img', payload(8 * OBJECT, seed=4))
+        # Only the upload's own first write: one in flight at a time.
+        self.assertEqual(1, self.sheep.max_create_batch)
+        self.assertEqual(0, upload.WRITERS.held)
+
+    def test_thin_image_writes_no_zero_object(self):
+        data = (payload(OBJECT) + b'\0' * (3 * OBJECT) +
+                payload(100, seed=2) + b'\0' * (OBJECT - 100) +
+                b'\0' * 777)
+        self.write('sparse', data)
+        image = self.sheep.images[('sparse', 0)]
+        written = sorted(r[1] & 0xffffffff for r in self.ops(
+            proto.OP_CREATE_AND_WRITE_OBJ))
+        self.assertEqual([0, 4], written)
+        self.assertEqual({0: image.vid, 4: image.vid}, image.table)
+        self.assertTrue(self.sheep.image_bytes('sparse') == data)
+
+    def test_inode_entries_are_written_in_runs(self):
+        self.settings.write_concurrency = 8
+        self.write('img', payload(8 * OBJECT, seed=5))
+        records = [r for r in self.ops(proto.OP_WRITE_OBJ)
+                   if r[2] >= proto.INODE_DATA_INDEX_OFFSET]
+        # Fewer requests than objects, covering each index once.
+        self.assertLess(len(records), 8)
+        covered = []
+        for _op, _oid, offset, length in records:
+            first = (offset - proto.INODE_DATA_INDEX_OFFSET) // 4
+            covered.extend(range(first, first + length // 4))
+        self.assertEqual(list(range(8)), sorted(covered))
+
+    def test_inode_update_flags_are_write_and_direct(self):
+        self.write('img', payload(2 * OBJECT))
+        flags = set(f.flags for f in self.sheep.fields
+                    if f.opcode == proto.OP_WRITE_OBJ)
+        self.assertEqual(set([proto.FLAG_CMD_WRITE |
+                              proto.FLAG_CMD_DIRECT]), flags)
+
+    def test_unknown_size_grows_the_vdi(self):
+        data = payload(5 * OBJECT + 300, seed=6)
+        self.write('chunked', data, size=0, source=Chunks(data))
+        self.assertTrue(self.sheep.image_bytes('chunked') == data)
+        self.assertEqual(len(data),
+                         self.sheep.images[('chunked', 0)].size)
+        sizes = [r for r in self.ops(proto.OP_WRITE_OBJ)
+                 if r[2] == proto.INODE_VDI_SIZE_OFFSET]
+        self.assertEqual(6, len(sizes))
+        self.assertFdsClosed()
+
+    def test_zero_byte_image(self):
+        self.write('empty', b'', size=0)
+        self.assertEqual(0, self.sheep.images[('empty', 0)].size)
+        self.assertEqual([], self.ops(proto.OP_CREATE_AND_WRITE_OBJ))
+        self.assertEqual(b'', b''.join(self.client.read(
+            '127.0.0.1', self.sheep.port, 'empty', 0, 0)))
+
+    def test_existing_name_is_duplicate_and_left_alone(self):
+        old = payload(2 * OBJECT, seed=7)
+        self.sheep.add_image('img', old)
+        self.assertRaises(exceptions.Duplicate, self.write, 'img',
+                          payload(OBJECT))
+        self.assertTrue(self.sheep.image_bytes('img') == old)
+        self.assertEqual([], self.ops(proto.OP_DEL_VDI))
+        self.assertFdsClosed()
+
+    def test_short_data_is_invalid_and_removed(self):
+        data = payload(3 * OBJECT, seed=8)
+        self.assertRaises(exceptions.Invalid, self.client.write, 'img',
+                          io.BytesIO(data), digest(), len(data) + 10)
+        self.assertEqual([], list(self.sheep.images))
+        self.assertEqual({}, self.sheep.objects)
+        self.assertFdsClosed()
+
+    def test_long_data_is_invalid_and_removed(self):
+        data = payload(3 * OBJECT, seed=9)
+        self.assertRaises(exceptions.Invalid, self.client.write, 'img',
+                          io.BytesIO(data), digest(), len(data) - 1)
+        self.assertEqual([], list(self.sheep.images))
+        self.assertEqual({}, self.sheep.objects)
+        self.assertEqual(0, upload.WRITERS.held)
+
+    def test_no_space_is_storage_full_and_orphans_are_removed(self):
+        self.sheep.next_vid = 0x40
+        oid = proto.data_oid(0x40, 3)
+        self.sheep.write_results[oid] = proto.NO_SPACE
+        data = payload(6 * OBJECT, seed=10)
+        self.assertRaises(exceptions.StorageFull, self.client.write, 'img',
+                          io.BytesIO(data), digest(), len(data))
+        self.assertEqual([], list(self.sheep.images))
+        # Nothing left: recorded objects went with their entries, the
+        # ones never recorded by REMOVE_OBJ.
+        self.assertEqual({}, self.sheep.objects)
+        self.assertEqual(0, upload.WRITERS.held)
+        self.assertFdsClosed()
+
+    def test_other_result_names_code_and_node(self):
+        self.sheep.next_vid = 0x40
+        self.sheep.write_results[proto.data_oid(0x40, 1)] = 0x03
+        data = payload(3 * OBJECT, seed=11)
+        exc = self.assertRaises(exceptions.BackendException,
+                                self.client.write, 'img', io.BytesIO(data),
+                                digest(), len(data))
+        self.assertIn('SD_RES_EIO (I/O error)', str(exc))
+        self.assertIn('sheep at 127.0.0.1:%d' % self.sheep.port, str(exc))
+        self.assertEqual([], list(self.sheep.images))
+
+    def test_retryable_result_is_retried(self):
+        self.sheep.next_vid = 0x40
+        oid = proto.data_oid(0x40, 1)
+        answers = []
+        real = fake_sheep.FakeSheep._write_obj
+
+        def network_error_once(sheep, req_id, opcode, length, req_oid,
+                               *args):
+            if req_oid == oid and not answers:
+                answers.append(req_id)
+                return proto.pack_response(req_id, opcode, 0x86)
+            return real(sheep, req_id, opcode, length, req_oid, *args)
+        self.sheep._HANDLERS = dict(self.sheep._HANDLERS)
+        self.sheep._HANDLERS[proto.OP_CREATE_AND_WRITE_OBJ] = (
+            network_error_once)
+        data = payload(3 * OBJECT, seed=12)
+        self.write('img', data)
+        self.assertEqual(1, len(answers))
+        self.assertTrue(self.sheep.image_bytes('img') == data)
+
+    def test_hashes_on_a_thread_of_its_own(self):
+        threads = []
+        real = upload.Digest.update
+
+        def update(digest_self, piece):
+            threads.append(threading.current_thread().name)
+            return real(digest_self, piece)
+        self.useFixture(fixtures.MockPatchObject(upload.Digest, 'update',
+                                                 update))
+        self.write('img', payload(2 * OBJECT))
+        self.assertNotIn(threading.current_thread().name, threads)
+        self.assertEqual(1, len(set(threads)))
+
+
+class LookupDeleteTest(ClientTestCase):
+
+    def test_lookup(self):
+        self.sheep.add_image('img', payload(OBJECT + 5))
+        found = self.client.lookup('127.0.0.1', self.sheep.port, 'img')
+        self.assertEqual(OBJECT + 5, found.size)
+        self.assertIsNone(self.client.lookup('127.0.0.1', self.sheep.port,
+                                             'nothing'))
+        self.assertRaises(exceptions.NotFound, self.client.size,
+                          '127.0.0.1', self.sheep.port, 'nothing')
+        self.assertFdsClosed()
+
+    def test_delete_zeroes_entries_then_deletes_and_confirms(self):
+        data = payload(3 * OBJECT) + b'\0' * OBJECT + payload(OBJECT, 2)
+        self.sheep.add_image('img', data)
+        self.client.delete('127.0.0.1', self.sheep.port, 'img')
+        self.assertEqual(['img'], self.sheep.deleted)
+        self.assertEqual({}, self.sheep.objects)
+        opcodes = [r[0] for r in self.sheep.requests]
+        self.assertEqual(proto.OP_DEL_VDI, opcodes[-2])
+        self.assertEqual(proto.OP_GET_VDI_INFO, opcodes[-1])
+        zeroing = [r for r in self.ops(proto.OP_WRITE_OBJ)]
+        # Entries 0-2 in one run, 4 in another.
+        self.assertEqual([(proto.INODE_DATA_INDEX_OFFSET, 12),
+                          (proto.INODE_DATA_INDEX_OFFSET + 16, 4)],
+                         sorted((r[2], r[3]) for r in zeroing))
+        self.assertFdsClosed()
+
+    def test_delete_answered_success_but_vdi_left_is_an_error(self):
+        self.sheep.add_image('img', payload(OBJECT))
+        # A sheep whose inode update is refused silently: DEL_VDI then
+        # finds entries and keeps the VDI, answering success.
+        self.sheep.results[proto.OP_WRITE_OBJ] = proto.SUCCESS
+        exc = self.assertRaises(exceptions.BackendException,
+                                self.client.delete, '127.0.0.1',
+                                self.sheep.port, 'img')
+        self.assertIn('answered success to DEL_VDI of img but still has '
+                      'it', str(exc))
+        self.assertFdsClosed()
+
+    def test_delete_missing_is_not_found(self):
+        self.assertRaises(exceptions.NotFound, self.client.delete,
+                          '127.0.0.1', self.sheep.port, 'nothing')
+        self.assertFdsClosed()
+
+    def test_delete_with_snapshots_is_in_use_and_left_intact(self):
+        old = payload(2 * OBJECT, seed=3)
+        snap = self.sheep.add_image('img', old, snapid=1)
+        current = self.sheep.add_clone('img', snap, {})
+        current.parent = snap.vid
+        exc = self.assertRaises(exceptions.InUseByStore,
+                                self.client.delete, '127.0.0.1',
+                                self.sheep.port, 'img')
+        self.assertIn('has snapshots', str(exc))
+        self.assertEqual([], self.ops(proto.OP_DEL_VDI))
+        self.assertEqual([], self.ops(proto.OP_WRITE_OBJ))
+        self.assertTrue(self.sheep.image_bytes('img') == old)
+
+    def test_delete_a_clone_of_another_image(self):
+        base_data = payload(3 * OBJECT, seed=4)
+        parent = self.sheep.add_image('base', base_data, snapid=1)
+        clone = self.sheep.add_clone('clone', parent,
+                                     {1: payload(OBJECT, seed=5)})
+        clone.parent = parent.vid
+        self.client.delete('127.0.0.1', self.sheep.port, 'clone')
+        self.assertEqual(['clone'], self.sheep.deleted)
+        # The base's objects stay; the clone's own one is gone.
+        self.assertEqual(set(proto.data_oid(parent.vid, i)
+                             for i in range(3)), set(self.sheep.objects))
+
+    def test_unreachable(self):
+        port = self.sheep.port
+        self.sheep.close()
+        self.assertRaises(connection.Unreachable, self.client.lookup,
+                          '127.0.0.1', port, 'img')
+
+
+class CheckTest(ClientTestCase):
+
+    def test_running_1_0_cluster(self):
+        self.assertEqual('sheepdog 1.0 or later', self.client.check())
+        self.assertFdsClosed()
+
+    def test_running_0_9_cluster(self):
+        self.sheep.sheep_version = 0x09
+        self.assertEqual('sheepdog 0.9', self.client.check())
+
+    def test_unknown_internal_version_names_the_dog_client(self):
+        self.sheep.sheep_version = 0x0b
+        exc = self.assertRaises(client.ClientError, self.client.check)
+        self.assertIn('sheepdog_store_client = dog', str(exc))
+        self.assertIn('0x09, 0x0a', str(exc))
+
+    def test_not_formatted(self):
+        self.sheep.cluster_result = proto.WAIT_FOR_FORMAT
+        exc = self.assertRaises(client.ClientError, self.client.check)
+        self.assertIn('not formatted', str(exc))
+
+    def test_shutting_down(self):
+        self.sheep.cluster_result = 0x11
+        exc = self.assertRaises(client.ClientError, self.client.check)
+        self.assertIn('SD_RES_SHUTDOWN', str(exc))
+
+    def test_unreachable(self):
+        self.sheep.close()
+        exc = self.assertRaises(client.ClientError, self.client.check)
+        self.assertIn('cannot connect', str(exc))
+
+    def test_public_protocol_mismatch_names_the_dog_client(self):
+        self.sheep.results[proto.OP_GET_VDI_INFO] = proto.VER_MISMATCH
+        exc = self.assertRaises(connection.Unsupported, self.client.lookup,
+                                '127.0.0.1', self.sheep.port, 'img')
+        self.assertIn('sheepdog_store_client = dog', str(exc))
+
+
+GREEN_CHILD = '''
+import eventlet
+eventlet.monkey_patch()
+import hashlib, io, json, os
+from glance_store_fastsheep.native import client as native_client
+from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep import upload
+
+class Settings(object):
+    address = '127.0.0.1'
+    read_size = 16384
+    command_timeout = 5.0
+    transfer_timeout = 5.0
+    write_concurrency = 4
+    write_budget = 16
+
+data = os.urandom(20 * (1 << 16) + 77)
+sheep = fake_sheep.FakeSheep()
+Settings.port = sheep.port
+ticks = [0]
+
+def tick():
+    while True:
+        ticks[0] += 1
+        eventlet.sleep(0)
+
+ticker = eventlet.spawn(tick)
+md5 = hashlib.md5()
+written = native_client.NativeClient(Settings).write(
+    'img', io.BytesIO(data), upload.Digest([md5], None), len(data))
+ticker.kill()
+exact = sheep.image_bytes('img') == data
+sheep.close()
+print(json.dumps({'exact': exact, 'written': written == len(data),
+                  'md5': md5.hexdigest() == hashlib.md5(data).hexdigest(),
+                  'ticks': ticks[0]}))
+'''
+
+
+class EventletWriteTest(base.BaseTestCase):
+
+    def test_write_cooperates_with_the_hub_when_monkey_patched(self):
+        """The fake sheep's threads are greenthreads of the same thread.
+
+        A writer that blocked the OS thread would never be answered.
+        """
+        proc = subprocess.Popen([sys.executable, '-c', GREEN_CHILD],
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        out, err = compat.communicate(proc, 120)
+        self.assertEqual(0, proc.returncode, err.decode('utf-8', 'replace'))
+        report = json.loads(out.decode().strip().splitlines()[-1])
+        self.assertEqual({'exact': True, 'written': True, 'md5': True},
+                         {'exact': report['exact'],
+                          'written': report['written'],
+                          'md5': report['md5']})
+        self.assertGreater(report['ticks'], 0)
+
+
+class WriterUnitTest(base.BaseTestCase):
+
+    def test_runs(self):
+        self.assertEqual([(0, 3), (5, 1), (7, 2)],
+                         list(vdi.runs([8, 0, 1, 2, 5, 7])))
+        self.assertEqual([], list(vdi.runs([])))
