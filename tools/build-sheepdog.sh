@@ -35,13 +35,17 @@ if [ "${1:-}" = "--packages" ]; then
     exit 0
 fi
 
+# A complete install: sbin/sheep, and dog under bin (1.0 on) or sbin
+# (0.9.5 installs dog and collie there).
+installed() {
+    [ -x "$1/sbin/sheep" ] && { [ -x "$1/bin/dog" ] || [ -x "$1/sbin/dog" ]; }
+}
+
 if [ -n "${SHEEPDOG_PREFIX:-}" ]; then
-    for bin in sbin/sheep bin/dog; do
-        if [ ! -x "$SHEEPDOG_PREFIX/$bin" ]; then
-            log "SHEEPDOG_PREFIX=$SHEEPDOG_PREFIX has no $bin"
-            exit 1
-        fi
-    done
+    if ! installed "$SHEEPDOG_PREFIX"; then
+        log "SHEEPDOG_PREFIX=$SHEEPDOG_PREFIX has no sbin/sheep and dog"
+        exit 1
+    fi
     echo "$SHEEPDOG_PREFIX"
     exit 0
 fi
@@ -78,7 +82,7 @@ fi
 
 cache=${FASTPATH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/openstack-fastpath}
 prefix=$cache/sheepdog/$sha
-if [ -x "$prefix/sbin/sheep" ] && [ -x "$prefix/bin/dog" ]; then
+if installed "$prefix"; then
     echo "$prefix"
     exit 0
 fi
@@ -87,7 +91,7 @@ mkdir -p "$cache/sheepdog"
 # One build at a time; a second caller waits and then reuses it.
 exec 9>"$cache/sheepdog/.lock"
 flock 9
-if [ -x "$prefix/sbin/sheep" ] && [ -x "$prefix/bin/dog" ]; then
+if installed "$prefix"; then
     echo "$prefix"
     exit 0
 fi
