@@ -101,6 +101,56 @@ def prefix():
     return _prefix[0]
 
 
+_release_prefixes = {}
+SHARED_ARCHIVES = os.path.join(os.path.dirname(ROOT), 'shared', 'sheepdog')
+# The releases the native client's conformance suite runs against, by the
+# archive in ../shared/sheepdog/ each is built from.
+RELEASES = {
+    '0.9.5': 'sheepdog-0.9.5.tar.gz',
+    '1.0.1': 'sheepdog-1.0.1.tar.gz',
+    'master': 'sheepdog-1.0.2-dev-3ebe5ea.tar.gz',
+}
+
+
+def release_prefix(release):
+    """The install prefix of a RELEASES build, building it once if needed.
+
+    Always from ../shared/sheepdog/, whatever SHEEPDOG_PREFIX or
+    SHEEPDOG_SOURCE say (they choose the one default cluster).
+
+    :raises Unavailable: the archive is not there.
+    """
+    if release not in _release_prefixes:
+        archive = os.path.join(SHARED_ARCHIVES, RELEASES[release])
+        if not os.path.isfile(archive):
+            raise Unavailable('no sheepdog %s: %s is missing'
+                              % (release, archive))
+        env = dict(os.environ)
+        env.pop('SHEEPDOG_PREFIX', None)
+        env['SHEEPDOG_SOURCE'] = archive
+        if not (env.get('FASTPATH_CACHE_DIR') or env.get('XDG_CACHE_HOME')):
+            env['FASTPATH_CACHE_DIR'] = os.path.join(
+                pwd.getpwuid(os.getuid()).pw_dir, '.cache',
+                'openstack-fastpath')
+        proc = subprocess.Popen(['bash', BUILD_TOOL], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+        out, err = proc.communicate()
+        if proc.returncode:
+            raise ClusterError('tools/build-sheepdog.sh failed for %s (%d): '
+                               '%s' % (release, proc.returncode,
+                                       err.decode('utf-8', 'replace')))
+        _release_prefixes[release] = out.decode('utf-8').strip()
+    return _release_prefixes[release]
+
+
+def tool_path(install_prefix, name):
+    """dog or collie of an install: bin/ from 1.0 on, sbin/ on 0.9.5."""
+    path = os.path.join(install_prefix, 'bin', name)
+    if os.path.exists(path):
+        return path
+    return os.path.join(install_prefix, 'sbin', name)
+
+
 def available():
     """True when a real sheepdog is there or can be built."""
     try:
@@ -133,7 +183,8 @@ class Node(object):
     def start(self, timeout=30):
         if not os.path.isdir(self.directory):
             os.makedirs(self.directory)
-        argv = [os.path.join(self.cluster.prefix, 'sbin', 'sheep'), '-f',
+        argv = [os.path.join(self.cluster.prefix, 'sbin', 'sheep')] + (
+            self.cluster.foreground_args()) + [
                 '-c', 'local:%s' % self.cluster.shm_file,
                 '-b', self.cluster.address, '-p', str(self.port),
                 '-z', str(self.index), self.directory]
@@ -210,24 +261,26 @@ class SheepdogCluster(fixtures.Fixture):
 
     address = '127.0.0.1'
 
-    def __init__(self, nodes=1, copies=1, put_on_path=False):
+    def __init__(self, nodes=1, copies=1, put_on_path=False,
+                 install_prefix=None):
         super(SheepdogCluster, self).__init__()
         if copies > nodes:
             raise ValueError('copies (%d) > nodes (%d)' % (copies, nodes))
         self.node_count = nodes
         self.copies = copies
         self.put_on_path = put_on_path
+        self.install_prefix = install_prefix
 
     def _setUp(self):
-        self.prefix = prefix()
-        self.dog_path = os.path.join(self.prefix, 'bin', 'dog')
-        self.collie_path = os.path.join(self.prefix, 'bin', 'collie')
+        self.prefix = self.install_prefix or prefix()
+        self.dog_path = tool_path(self.prefix, 'dog')
+        self.collie_path = tool_path(self.prefix, 'collie')
         self.root = self.useFixture(fixtures.TempDir()).path
         self.shm_file = os.path.join(self.root, 'shm')
         self.bin_dir = os.path.join(self.root, 'bin')
         os.mkdir(self.bin_dir)
         for name in ('dog', 'collie'):
-            os.symlink(os.path.join(self.prefix, 'bin', name),
+            os.symlink(tool_path(self.prefix, name),
                        os.path.join(self.bin_dir, name))
         self._holder = None
         self.isolated = self._make_namespace()
@@ -246,6 +299,22 @@ class SheepdogCluster(fixtures.Fixture):
             self.useFixture(fixtures.EnvironmentVariable(
                 'PATH', self.bin_dir + os.pathsep + os.environ.get(
                     'PATH', '')))
+
+    def foreground_args(self):
+        """How this sheep stays in the foreground, where it is watched.
+
+        ``-f`` from 1.0 on; 0.9.5 has no such option and daemonizes
+        unless it logs to its standard output.
+        """
+        if getattr(self, '_foreground', None) is None:
+            sheep = os.path.join(self.prefix, 'sbin', 'sheep')
+            proc = subprocess.Popen([sheep, '--help'],
+                                    stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, close_fds=True)
+            out = proc.communicate()[0]
+            self._foreground = (['-f'] if b'--foreground' in out
+                                else ['-l', 'dst=stdout'])
+        return self._foreground
 
     # -- the namespace ------------------------------------------------------
 
