@@ -32,7 +32,7 @@ from oslo_utils import units
 from oslotest import base
 from testtools import content
 
-from glance_store_fastsheep import native_read
+from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests.real import base as real_base
 

@@ -9,17 +9,23 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Images written by Pike's in-tree driver, read by the native reader.
+"""Pike's in-tree driver and the native client, each reading the other's.
 
 Needs glance_store 0.22.0's in-tree sheepdog driver, which ``tox -e
 py27`` installs; elsewhere the test skips and says so.
 """
 
+import hashlib
 import io
 import os
 
-from glance_store_fastsheep import native_read
+from glance_store import location
+
+from glance_store_fastsheep.native import client as native_client
+from glance_store_fastsheep.native import read as native_read
+from glance_store_fastsheep.tests.real import test_native_client
 from glance_store_fastsheep.tests.real import test_native_read
+from glance_store_fastsheep import upload
 
 try:
     from glance_store._drivers import sheepdog as pike_sheepdog
@@ -52,3 +58,28 @@ class PikeWrittenTest(test_native_read.NativeTestCase):
             self.assertTrue(data == native, 'native bytes differ')
             self.assertTrue(self.cluster.check_dog('vdi', 'read', name)
                             == native, 'dog and native bytes differ')
+
+    def test_written_natively_read_by_pike_in_tree_driver(self):
+        conf = self.store_conf()
+        pike = pike_sheepdog.Store(conf)
+        pike.configure(re_raise_bsc=True)
+        settings = test_native_client.Settings()
+        settings.port = self.cluster.port
+        writer = native_client.NativeClient(settings)
+        for name, size in (('native-small', 3 * 512),
+                           ('native-objects', 2 * OBJECT + 3 * 512)):
+            data = os.urandom(size)
+            writer.write(name, io.BytesIO(data),
+                         upload.Digest([hashlib.md5()], None), size)
+            loc = location.Location(
+                'sheepdog', pike_sheepdog.StoreLocation, conf,
+                uri='sheepdog://%s:%d:%s' % (self.cluster.address,
+                                            self.cluster.port, name))
+            self.assertEqual(size, pike.get_size(loc))
+            stream, length = pike.get(loc)
+            self.assertEqual(size, length)
+            self.assertTrue(b''.join(stream) == data,
+                            'Pike driver bytes differ')
+            # And Pike deletes what the native client wrote.
+            pike.delete(loc)
+            self.assertNotIn(name, self.cluster.list_vdis())
