@@ -59,15 +59,54 @@ LOG = logging.getLogger(__name__)
 HASH_QUEUE_PIECES = 16
 
 
+class _Sink(object):
+    """One thread feeding one hash (or the verifier) its pieces in order."""
+
+    def __init__(self, update):
+        self.update = update
+        self.queue = queue.Queue(HASH_QUEUE_PIECES)
+        self.error = None
+        self.thread = threading.Thread(target=self._run)
+        self.thread.daemon = True
+        self.thread.start()
+
+    def _run(self):
+        while True:
+            piece = self.queue.get()
+            if piece is None:
+                return
+            if self.error is None:
+                try:
+                    self.update(piece)
+                except Exception:
+                    self.error = sys.exc_info()
+
+    def end(self):
+        self.queue.put(None)
+        self.thread.join()
+        return self.error
+
+
 class _Hasher(object):
-    """Feeds a digest every piece, in order, beside the transfer."""
+    """Feeds a digest every piece, in order, beside the transfer.
+
+    Under eventlet: ``Digest.update_beside`` (tpool). Under native
+    threads: a thread per hash and one for the verifier, each with a
+    bounded queue of the same pieces: md5 and sha512 of one piece then
+    run at once on two cores while this thread sends, instead of one
+    after the other.
+    """
 
     def __init__(self, digest):
         self.digest = digest
         self.green = hub_safe.is_green()
-        self._queue = None
-        self._thread = None
-        self._error = None
+        self._sinks = None
+
+    def _start(self):
+        updates = [hasher.update for hasher in self.digest.hashers]
+        if self.digest.verifier is not None:
+            updates.append(self.digest.verifier.update)
+        self._sinks = [_Sink(update) for update in updates]
 
     def update(self, piece):
         if self.digest is None:
@@ -75,23 +114,10 @@ class _Hasher(object):
         if self.green:
             self.digest.update_beside(piece)
             return
-        if self._thread is None:
-            self._queue = queue.Queue(HASH_QUEUE_PIECES)
-            self._thread = threading.Thread(target=self._run)
-            self._thread.daemon = True
-            self._thread.start()
-        self._queue.put(piece)
-
-    def _run(self):
-        while True:
-            piece = self._queue.get()
-            if piece is None:
-                return
-            if self._error is None:
-                try:
-                    self.digest.update(piece)
-                except Exception:
-                    self._error = sys.exc_info()
+        if self._sinks is None:
+            self._start()
+        for sink in self._sinks:
+            sink.queue.put(piece)
 
     def settle(self):
         """Return once every piece was hashed; raise a hashing error."""
@@ -100,13 +126,11 @@ class _Hasher(object):
         if self.green:
             self.digest.settle()
             return
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            self._queue.put(None)
-            thread.join()
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error[1]
+        sinks, self._sinks = self._sinks, None
+        errors = [sink.end() for sink in sinks or ()]
+        for error in errors:
+            if error is not None:
+                raise error[1]
 
 
 class Writer(object):

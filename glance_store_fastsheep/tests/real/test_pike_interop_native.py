@@ -71,10 +71,10 @@ class PikeWrittenTest(test_native_read.NativeTestCase):
             data = os.urandom(size)
             writer.write(name, io.BytesIO(data),
                          upload.Digest([hashlib.md5()], None), size)
-            loc = location.Location(
-                'sheepdog', pike_sheepdog.StoreLocation, conf,
-                uri='sheepdog://%s:%d:%s' % (self.cluster.address,
-                                            self.cluster.port, name))
+            uri = 'sheepdog://%s:%d:%s' % (self.cluster.address,
+                                           self.cluster.port, name)
+            loc = location.Location('sheepdog', pike_sheepdog.StoreLocation,
+                                    conf, uri=uri)
             self.assertEqual(size, pike.get_size(loc))
             stream, length = pike.get(loc)
             self.assertEqual(size, length)

@@ -23,7 +23,6 @@ import subprocess
 import sys
 import threading
 
-import fixtures
 from glance_store import exceptions
 from oslotest import base
 
@@ -260,18 +259,45 @@ class WriteTest(ClientTestCase):
         self.assertEqual(1, len(answers))
         self.assertTrue(self.sheep.image_bytes('img') == data)
 
-    def test_hashes_on_a_thread_of_its_own(self):
-        threads = []
-        real = upload.Digest.update
+    def test_each_hash_on_a_thread_of_its_own(self):
+        data = payload(3 * OBJECT, seed=13)
+        hashers = [Recording(hashlib.md5()), Recording(hashlib.sha512())]
+        verifier = Recording(hashlib.sha256())
+        self.client.write('img', io.BytesIO(data),
+                          upload.Digest(hashers, verifier), len(data))
+        for sink, algo in zip(hashers + [verifier],
+                              ('md5', 'sha512', 'sha256')):
+            self.assertEqual(hashlib.new(algo, data).hexdigest(),
+                             sink.hasher.hexdigest())
+            self.assertEqual(1, len(set(sink.threads)))
+            self.assertNotIn(threading.current_thread().name, sink.threads)
+        self.assertEqual(3, len(set(sink.threads[0] for sink in
+                                    hashers + [verifier])))
 
-        def update(digest_self, piece):
-            threads.append(threading.current_thread().name)
-            return real(digest_self, piece)
-        self.useFixture(fixtures.MockPatchObject(upload.Digest, 'update',
-                                                 update))
-        self.write('img', payload(2 * OBJECT))
-        self.assertNotIn(threading.current_thread().name, threads)
-        self.assertEqual(1, len(set(threads)))
+    def test_hash_error_fails_the_upload_and_removes_it(self):
+        class Broken(object):
+            def update(self, piece):
+                raise ValueError('verifier refused the data')
+        data = payload(2 * OBJECT, seed=14)
+        exc = self.assertRaises(ValueError, self.client.write, 'img',
+                                io.BytesIO(data),
+                                upload.Digest([hashlib.md5()], Broken()),
+                                len(data))
+        self.assertIn('verifier refused', str(exc))
+        self.assertEqual([], list(self.sheep.images))
+        self.assertEqual({}, self.sheep.objects)
+
+
+class Recording(object):
+    """A hasher that notes the thread of each update."""
+
+    def __init__(self, hasher):
+        self.hasher = hasher
+        self.threads = []
+
+    def update(self, piece):
+        self.threads.append(threading.current_thread().name)
+        self.hasher.update(piece)
 
 
 class LookupDeleteTest(ClientTestCase):
