@@ -251,8 +251,14 @@ class Writer(object):
         hasher = _Hasher(digest)
         try:
             written = self._write(source, hasher, image_size)
-        finally:
-            hasher.settle()
+        except BaseException:
+            with excutils.save_and_reraise_exception():
+                try:
+                    hasher.settle()
+                except Exception as exc:
+                    # The upload's own error is the one to report.
+                    LOG.debug('Hashing %s also failed: %s', self.name, exc)
+        hasher.settle()
         return written
 
     def _write(self, source, hasher, image_size):
