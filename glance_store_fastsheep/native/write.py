@@ -90,44 +90,54 @@ class _Sink(object):
 class _Hasher(object):
     """Feeds a digest every piece, in order, beside the transfer.
 
-    Under eventlet: ``Digest.update_beside`` (tpool). Under native
-    threads: a thread per hash and one for the verifier, each with a
-    bounded queue of the same pieces: md5 and sha512 of one piece then
-    run at once on two cores while this thread sends, instead of one
-    after the other.
+    Each hash (md5, the multihash) and the verifier has its own worker,
+    fed the same pieces in order, so that md5 and sha512 of one piece run
+    at once on two cores while the upload sends, instead of one after
+    the other. Under native threads a worker is a thread with a bounded
+    queue; under eventlet a ``hub_safe.InOrder`` run, which hashes on a
+    tpool thread and keeps one piece per hash in hand.
     """
 
     def __init__(self, digest):
         self.digest = digest
         self.green = hub_safe.is_green()
-        self._sinks = None
+        self._workers = None
 
-    def _start(self):
+    def _updates(self):
         updates = [hasher.update for hasher in self.digest.hashers]
         if self.digest.verifier is not None:
             updates.append(self.digest.verifier.update)
-        self._sinks = [_Sink(update) for update in updates]
+        return updates
 
     def update(self, piece):
         if self.digest is None:
             return
+        if self._workers is None:
+            if self.green:
+                self._workers = [(hub_safe.InOrder(), update)
+                                 for update in self._updates()]
+            else:
+                self._workers = [_Sink(update)
+                                 for update in self._updates()]
         if self.green:
-            self.digest.update_beside(piece)
+            for jobs, update in self._workers:
+                jobs.start(update, piece)
             return
-        if self._sinks is None:
-            self._start()
-        for sink in self._sinks:
+        for sink in self._workers:
             sink.queue.put(piece)
 
     def settle(self):
         """Return once every piece was hashed; raise a hashing error."""
-        if self.digest is None:
-            return
-        if self.green:
-            self.digest.settle()
-            return
-        sinks, self._sinks = self._sinks, None
-        errors = [sink.end() for sink in sinks or ()]
+        workers, self._workers = self._workers, None
+        errors = []
+        for worker in workers or ():
+            if self.green:
+                try:
+                    worker[0].settle()
+                except Exception:
+                    errors.append(sys.exc_info())
+            else:
+                errors.append(worker.end())
         for error in errors:
             if error is not None:
                 raise error[1]

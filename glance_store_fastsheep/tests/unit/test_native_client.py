@@ -443,13 +443,16 @@ def tick():
 
 ticker = eventlet.spawn(tick)
 md5 = hashlib.md5()
+sha512 = hashlib.sha512()
 written = native_client.NativeClient(Settings).write(
-    'img', io.BytesIO(data), upload.Digest([md5], None), len(data))
+    'img', io.BytesIO(data), upload.Digest([md5, sha512], None), len(data))
 ticker.kill()
 exact = sheep.image_bytes('img') == data
 sheep.close()
 print(json.dumps({'exact': exact, 'written': written == len(data),
                   'md5': md5.hexdigest() == hashlib.md5(data).hexdigest(),
+                  'sha512': (sha512.hexdigest() ==
+                             hashlib.sha512(data).hexdigest()),
                   'ticks': ticks[0]}))
 '''
 
@@ -467,10 +470,11 @@ class EventletWriteTest(base.BaseTestCase):
         out, err = compat.communicate(proc, 120)
         self.assertEqual(0, proc.returncode, err.decode('utf-8', 'replace'))
         report = json.loads(out.decode().strip().splitlines()[-1])
-        self.assertEqual({'exact': True, 'written': True, 'md5': True},
+        self.assertEqual({'exact': True, 'written': True, 'md5': True,
+                          'sha512': True},
                          {'exact': report['exact'],
                           'written': report['written'],
-                          'md5': report['md5']})
+                          'md5': report['md5'], 'sha512': report['sha512']})
         self.assertGreater(report['ticks'], 0)
 
 
