@@ -162,11 +162,16 @@ class Writer(object):
 
     def _harvest(self):
         """Collect answered writes and records; record acked objects."""
-        while self._in_flight and self._in_flight[0].done:
-            request = self._in_flight.popleft()
-            if request.tag[1]:
-                upload.WRITERS.give()
-            self._acked.append(request.tag[0])
+        if any(request.done for request in self._in_flight):
+            waiting = collections.deque()
+            for request in self._in_flight:
+                if not request.done:
+                    waiting.append(request)
+                    continue
+                if request.tag[1]:
+                    upload.WRITERS.give()
+                self._acked.append(request.tag[0])
+            self._in_flight = waiting
         still = []
         for request in self._records:
             if request.done:
@@ -347,10 +352,9 @@ class Writer(object):
                 self._remove(session, orphans)
             vdi_ops.delete(session, self.name)
             LOG.info('Deleted the partial sheepdog image %s', self.name)
-        except exceptions.BackendException as exc:
-            LOG.error('Could not remove the partial sheepdog image %s: %s',
-                      self.name, exc)
-        except proto.ProtocolError as exc:
+        except Exception as exc:
+            # The upload's own error is the one raised; this one is only
+            # logged (NotFound included: someone removed it already).
             LOG.error('Could not remove the partial sheepdog image %s: %s',
                       self.name, exc)
         finally:
