@@ -184,19 +184,32 @@ def runs(indexes):
         yield first, count
 
 
+# Ancestors looked at for a snapshot of the image before giving up.
+MAX_ANCESTORS = 1024
+
+
 def has_snapshots(session, vdi, name):
-    """Whether VDI name has snapshots: its parent carries its name.
+    """Whether VDI name has snapshots: an ancestor carries its name.
 
     ``dog vdi snapshot`` turns the current VDI into the snapshot and
     creates a new current VDI whose parent it is; a clone's parent is a
-    snapshot of another name.
+    snapshot of another name. A deleted snapshot keeps its place in the
+    chain with its name zeroed (sheep's delete_vdi_work), so the walk
+    goes on through it to older snapshots.
     """
-    parent = vdi.inode.parent_vdi_id
-    if not parent:
-        return False
-    fields = read_inode_fields(session, parent)
     wanted = name.encode('utf-8') if not isinstance(name, bytes) else name
-    return fields.name == wanted
+    parent = vdi.inode.parent_vdi_id
+    for _step in range(MAX_ANCESTORS):
+        if not parent:
+            return False
+        fields = read_inode_fields(session, parent)
+        if fields.name == wanted:
+            return True
+        if fields.name:
+            # The base of a clone: another image's snapshot.
+            return False
+        parent = fields.parent_vdi_id
+    return True
 
 
 def delete(session, name):

@@ -207,11 +207,18 @@ class Conformance(ReleaseCluster):
         self.assertSameBytes(data, self.cluster.vdi_bytes(self.name))
         self.assertSameBytes(data, self.cluster.check_dog(
             'vdi', 'read', '-s', 'snap', self.name))
-        # Once the snapshot is gone the image deletes as any other.
+        # A newer snapshot deleted: the older one still counts.
+        self.cluster.check_dog('vdi', 'snapshot', '-s', 'newer', self.name)
+        self.cluster.check_dog('vdi', 'delete', '-s', 'newer', self.name)
+        self.assertRaises(exceptions.InUseByStore, self.client.delete,
+                          self.cluster.address, self.cluster.port,
+                          self.name)
+        # Once the snapshots are gone the image deletes as any other.
         self.cluster.check_dog('vdi', 'delete', '-s', 'snap', self.name)
         self.client.delete(self.cluster.address, self.cluster.port,
                            self.name)
         self.assertFalse(self.cluster.vdi_exists(self.name))
+        self.assertNotIn(self.name, self.cluster.list_vdis())
 
     def test_clone_deleted_base_untouched(self):
         base_data = os.urandom(3 * OBJECT)

@@ -358,6 +358,18 @@ class LookupDeleteTest(ClientTestCase):
         self.assertEqual([], self.ops(proto.OP_WRITE_OBJ))
         self.assertTrue(self.sheep.image_bytes('img') == old)
 
+    def test_delete_with_an_older_snapshot_left_is_in_use(self):
+        older = self.sheep.add_image('img', payload(OBJECT, seed=6),
+                                     snapid=1)
+        deleted = self.sheep.add_image('', payload(OBJECT, seed=7),
+                                       snapid=2)
+        deleted.parent = older.vid
+        current = self.sheep.add_image('img', payload(OBJECT, seed=8))
+        current.parent = deleted.vid
+        self.assertRaises(exceptions.InUseByStore, self.client.delete,
+                          '127.0.0.1', self.sheep.port, 'img')
+        self.assertEqual([], self.ops(proto.OP_DEL_VDI))
+
     def test_delete_a_clone_of_another_image(self):
         base_data = payload(3 * OBJECT, seed=4)
         parent = self.sheep.add_image('base', base_data, snapid=1)
