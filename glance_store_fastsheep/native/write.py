@@ -87,6 +87,11 @@ class _Sink(object):
         return self.error
 
 
+def _update_all(update, pieces):
+    for piece in pieces:
+        update(piece)
+
+
 class _Hasher(object):
     """Feeds a digest every piece, in order, beside the transfer.
 
@@ -102,6 +107,11 @@ class _Hasher(object):
         self.digest = digest
         self.green = hub_safe.is_green()
         self._workers = None
+        # Under eventlet: the pieces of the object being filled, hashed
+        # in one tpool job per hash once it is full (flush), while it is
+        # sent: a job per piece and hash costs the hub a switch and a
+        # tpool round trip each.
+        self._batch = []
 
     def _updates(self):
         updates = [hasher.update for hasher in self.digest.hashers]
@@ -120,14 +130,26 @@ class _Hasher(object):
                 self._workers = [_Sink(update)
                                  for update in self._updates()]
         if self.green:
-            for jobs, update in self._workers:
-                jobs.start(update, piece)
+            self._batch.append(piece)
             return
         for sink in self._workers:
             sink.queue.put(piece)
 
+    def flush(self):
+        """Start hashing the pieces given since the last flush (eventlet).
+
+        Each hash's job starts once its previous job is done, so every
+        hash sees the pieces in order.
+        """
+        batch, self._batch = self._batch, []
+        if batch:
+            for jobs, update in self._workers:
+                jobs.start(_update_all, update, batch)
+
     def settle(self):
         """Return once every piece was hashed; raise a hashing error."""
+        if self.green and self._workers is not None:
+            self.flush()
         workers, self._workers = self._workers, None
         errors = []
         for worker in workers or ():
@@ -287,6 +309,7 @@ class Writer(object):
             if known:
                 want = min(object_size, image_size - offset)
             pieces, length, zero = self._fill(source, hasher, want)
+            hasher.flush()
             if known and length < want:
                 raise exceptions.Invalid(
                     message='image data ended after %d of the %d bytes '
