@@ -87,6 +87,8 @@ class FakeSheep(object):
         # data oid -> result a CREATE_AND_WRITE_OBJ of it answers.
         self.write_results = {}
         self.deleted = []
+        # (image, index) of entries recorded before their object existed.
+        self.dangling = []
         self.fields = []  # RequestFields of every request answered
         self.new_vdi_fields = None
         # Most CREATE_AND_WRITE_OBJ requests that arrived together: a
@@ -378,6 +380,10 @@ class FakeSheep(object):
                     if old and old != value and old == image.vid:
                         # The last reference dropped: sheep removes it.
                         self.objects.pop(proto.data_oid(old, index), None)
+                    if value and proto.data_oid(value, index) not in (
+                            self.objects):
+                        # An entry naming an object sheep does not have.
+                        self.dangling.append((image.name, index))
                     if value:
                         image.table[index] = value
                     else:

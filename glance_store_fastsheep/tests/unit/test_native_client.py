@@ -110,6 +110,7 @@ class WriteTest(ClientTestCase):
             got = b''.join(self.client.read('127.0.0.1', self.sheep.port,
                                             name, 0, size))
             self.assertTrue(got == data)
+            self.assertEqual([], self.sheep.dangling)
             # Every object written is recorded as the image's own.
             self.assertEqual([], vdi.unowned_objects(
                 self.settings, '127.0.0.1', self.sheep.port, name, size))
@@ -163,6 +164,8 @@ class WriteTest(ClientTestCase):
             first = (offset - proto.INODE_DATA_INDEX_OFFSET) // 4
             covered.extend(range(first, first + length // 4))
         self.assertEqual(list(range(8)), sorted(covered))
+        # Each entry was written only after its object was.
+        self.assertEqual([], self.sheep.dangling)
 
     def test_inode_update_flags_are_write_and_direct(self):
         self.write('img', payload(2 * OBJECT))
