@@ -27,9 +27,9 @@ Memory: the pieces of at most ``write_concurrency`` objects in flight,
 the one being filled, and a bounded queue of pieces waiting to be
 hashed, which are the same objects.
 
-Hashing overlaps the transfer: under eventlet each piece is hashed on
-a tpool thread (``upload.Digest.update_beside``); under native threads
-a thread of the upload's own hashes the pieces in order while this one
+Hashing overlaps the transfer: every hash and the verifier has a worker
+of its own (``_Hasher``), a thread under native threads, a tpool job
+per object under eventlet, fed the pieces in order while this thread
 sends (hashlib releases the GIL on large buffers, socket writes too).
 
 On failure the objects created and not recorded are removed with
@@ -99,8 +99,9 @@ class _Hasher(object):
     fed the same pieces in order, so that md5 and sha512 of one piece run
     at once on two cores while the upload sends, instead of one after
     the other. Under native threads a worker is a thread with a bounded
-    queue; under eventlet a ``hub_safe.InOrder`` run, which hashes on a
-    tpool thread and keeps one piece per hash in hand.
+    queue; under eventlet a ``hub_safe.InOrder`` run, which hashes an
+    object's pieces on a tpool thread while the object is sent and holds
+    at most one object per hash.
     """
 
     def __init__(self, digest):
