@@ -25,7 +25,8 @@ from oslo_utils import excutils
 
 from glance_store_fastsheep import client
 from glance_store_fastsheep import download
-from glance_store_fastsheep import native_read
+from glance_store_fastsheep.native import connection as native_connection
+from glance_store_fastsheep.native import vdi as native_vdi
 from glance_store_fastsheep import readahead
 from glance_store_fastsheep import upload
 
@@ -112,17 +113,17 @@ class DogClient(client.Client):
 
         A sheep that dies mid-upload can make sheepdog lose the record
         of an object ``dog vdi write`` wrote, which then reads back as
-        zeros (native_read.unowned_objects). Checking costs one
+        zeros (native.vdi.unowned_objects). Checking costs one
         connection and 4 bytes per object.
         """
         current = self.settings
         try:
-            lost = native_read.unowned_objects(
+            lost = native_vdi.unowned_objects(
                 current, current.address, current.port, name, written)
-        except native_read.Unsupported as exc:
+        except native_connection.Unsupported as exc:
             LOG.debug('Not checking the object table of %s: %s', name, exc)
             return
-        except native_read.Unreachable as exc:
+        except native_connection.Unreachable as exc:
             # dog reached this address a moment ago; a cluster that is
             # gone now fails the image's reads loudly, not with zeros.
             LOG.warning('Stored image %s without checking its object '

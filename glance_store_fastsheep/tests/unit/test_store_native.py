@@ -9,11 +9,11 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The store with the native reader, against a fake sheep.
+"""The store with the native client, against a fake sheep.
 
-Moved out of test_native_read: these drive ``store.py``, which the lead
-rewires onto ``client.get_client``; ``store.py`` on this branch still
-imports the old ``native_read`` module.
+These drive ``store.py`` through ``client.get_client``; the native
+client's own operations are tested in test_native_client and
+test_native_read.
 """
 
 import fixtures
@@ -30,7 +30,7 @@ payload = test_native_read.payload
 
 class StoreNativeTest(test_native_read.FdsClosedMixin,
                       unit_base.StoreTestCase):
-    """``sheepdog_store_reader = native`` through Store.get."""
+    """``sheepdog_store_client = native`` through Store.get."""
 
     def setUp(self):
         super(StoreNativeTest, self).setUp()
@@ -38,24 +38,23 @@ class StoreNativeTest(test_native_read.FdsClosedMixin,
         self.addCleanup(self.sheep.close)
         self.data = payload(5 * OBJECT + 512, seed=12)
         self.sheep.add_image('img', self.data)
-        # The fake dog answers the size lookup.
-        self.dog.put('img', self.data)
-        self.conf = self.make_conf(sheepdog_store_reader='native',
+        self.conf = self.make_conf(sheepdog_store_client='native',
                                    sheepdog_store_port=self.sheep.port)
         self.store = self.make_store()
         self.loc = self.location('sheepdog://127.0.0.1:%d:img'
                                  % self.sheep.port)
 
-    def test_default_reader_is_dog(self):
-        conf = self.make_conf()
-        self.assertEqual('dog', conf.glance_store.sheepdog_store_reader)
-
     def test_get_reads_natively(self):
         stream, length = self.store.get(self.loc)
         self.assertEqual(len(self.data), length)
         self.assertEqual(self.data, b''.join(stream))
-        self.assertEqual([], self.dog.pids('read'))
+        # The size lookup too: no dog call at all.
+        self.assertEqual([], self.dog.calls())
         self.assertTrue(self.sheep.requests)
+
+    def test_get_size_natively(self):
+        self.assertEqual(len(self.data), self.store.get_size(self.loc))
+        self.assertEqual([], self.dog.calls())
 
     def test_get_range(self):
         stream, length = self.store.get(self.loc, offset=OBJECT + 1,
