@@ -81,6 +81,11 @@ class NativeClient(client.Client):
                 'native client does not know (it knows %s); %s'
                 % (where, ', '.join('0x%02x' % v for v in sorted(
                     proto.SHEEP_VERSIONS)), connection.WAY_OUT))
+        except connection.Unsupported as exc:
+            # Its message already names the dog client as the way out.
+            raise client.ClientError(
+                'sheepdog_store_client = native cannot use the sheep at '
+                '%s: %s' % (where, exc))
         except (exceptions.BackendException, proto.ProtocolError) as exc:
             raise client.ClientError(
                 'sheepdog_store_client = native cannot use the sheep at '
