@@ -37,6 +37,8 @@ function install_fastpath_emulator {
     if [[ -z "$FASTPATH_SHEEPDOG_COMMAND" ]]; then
         FASTPATH_SHEEPDOG_COMMAND=$FASTPATH_EMULATOR_DIR/bin/dog
     fi
+    # The emulator speaks the dog command line, not sheep's protocol.
+    FASTPATH_SHEEPDOG_CLIENT=dog
 }
 
 function configure_fastpath {

@@ -53,13 +53,15 @@ def sheepdog_env(sheepdog, backend_id):
     """The FASTPATH_* settings that point the plugin at ``sheepdog``.
 
     ``sheepdog`` is a real cluster or the emulator: anything with
-    ``address``, ``port`` and ``dog_path``.
+    ``address``, ``port``, ``dog_path`` and ``client`` (the store client
+    it can serve: the emulator only emulates the ``dog`` command).
     """
     return {
         'FASTPATH_GLANCE_BACKEND_ID': backend_id,
         'FASTPATH_SHEEPDOG_ADDRESS': sheepdog.address,
         'FASTPATH_SHEEPDOG_PORT': str(sheepdog.port),
         'FASTPATH_SHEEPDOG_COMMAND': sheepdog.dog_path,
+        'FASTPATH_SHEEPDOG_CLIENT': sheepdog.client,
     }
 
 
@@ -106,6 +108,7 @@ class DevstackCluster(fixtures.Fixture):
     """
 
     address = '127.0.0.1'
+    client = 'native'
 
     def __init__(self, rundir, nodes=3, copies=2):
         super(DevstackCluster, self).__init__()

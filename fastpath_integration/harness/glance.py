@@ -259,7 +259,9 @@ class Glance(fixtures.Fixture):
             # README, "Enabling the sheepdog driver", Pike.
             settings += [('glance_store', 'stores', 'file,http,fastsheep'),
                          ('glance_store', 'sheepdog_store_command',
-                          self.sheepdog.dog_path)]
+                          self.sheepdog.dog_path),
+                         ('glance_store', 'sheepdog_store_client',
+                          self.sheepdog.client)]
         else:
             settings.append(('glance_store', 'stores', 'file,http,sheepdog'))
         devstack.write_ini(self.conf, settings)

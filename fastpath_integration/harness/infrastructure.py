@@ -262,6 +262,8 @@ class SheepdogEmulator(fixtures.Fixture):
     """
 
     address = '127.0.0.1'
+    # It emulates the dog command line, not sheep's protocol.
+    client = 'dog'
 
     def __init__(self, rundir):
         super(SheepdogEmulator, self).__init__()

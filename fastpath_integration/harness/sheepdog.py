@@ -260,6 +260,8 @@ class SheepdogCluster(fixtures.Fixture):
     """
 
     address = '127.0.0.1'
+    # The store client a glance configured on it uses: sheep's protocol.
+    client = 'native'
 
     def __init__(self, nodes=1, copies=1, put_on_path=False,
                  install_prefix=None):
