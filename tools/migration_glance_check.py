@@ -13,10 +13,10 @@
 
 ``tox -e migration-glance``: glance's own WSGI application (the glance
 release installed in the env) on one thread, multi-store with a
-``fastsheep`` backend at 10.0.0.11:7000, SQLite, and the unit tests'
+``fastsheep`` backend at 127.0.0.11:7000, SQLite, and the unit tests'
 fake ``dog`` standing in for the cluster (it logs the sheep each read
 went to). Images whose locations were written as a Pike cloud wrote
-them (through 10.0.0.11, through 10.0.0.12, pre-Mitaka
+them (through 127.0.0.11, through 127.0.0.12, pre-Mitaka
 ``sheepdog://IMAGE``) go into the database directly, since current
 glance refuses to add a location it attributes to no backend. Then:
 
@@ -25,7 +25,7 @@ glance refuses to add a location it attributes to no backend. Then:
    cannot read;
 2. record ``{"store": "fast"}`` on those with the same-URL ``replace``
    of ``/locations`` that the page gives; they must download byte-exact,
-   the one written through 10.0.0.12 read through that sheep, and the
+   the one written through 127.0.0.12 read through that sheep, and the
    command must call them served.
 
 3. in this process, compare the command's attribution with glance's own
@@ -72,7 +72,9 @@ log_file = {tmp}/glance-api.log
 default_backend = fast
 
 [fast]
-sheepdog_store_address = 10.0.0.11
+# The fake dog: the native client would connect to the address.
+sheepdog_store_client = dog
+sheepdog_store_address = 127.0.0.11
 sheepdog_store_port = 7000
 
 [fs]
@@ -218,8 +220,8 @@ class Check(object):
 
     def _checks(self):
         written = {}
-        for name, form in (('via11', 'sheepdog://10.0.0.11:7000:%s'),
-                           ('via12', 'sheepdog://10.0.0.12:7000:%s'),
+        for name, form in (('via11', 'sheepdog://127.0.0.11:7000:%s'),
+                           ('via12', 'sheepdog://127.0.0.12:7000:%s'),
                            ('premitaka', 'sheepdog://%s')):
             image_id = self.image(name)
             data = os.urandom(50000)
@@ -271,7 +273,7 @@ class Check(object):
             reads = [line.split() for line in log.readlines()[before:]]
         self.expect('sheep read through', [
             args[args.index('-a') + 1] for args in reads
-            if args[1:3] == ['vdi', 'read']], ['10.0.0.12', '10.0.0.11'])
+            if args[1:3] == ['vdi', 'read']], ['127.0.0.12', '127.0.0.11'])
         status, found = self.locations(ids)
         self.expect('command after: exit status', status, 0)
         self.expect('command after: backends', found, {
@@ -283,24 +285,26 @@ PARITY_CONFS = {
     'one backend': (
         '[DEFAULT]\nenabled_backends = fast:fastsheep, fs:file, web:http\n'
         '[glance_store]\ndefault_backend = fast\n'
-        '[fast]\nsheepdog_store_address = 10.0.0.11\n'
+        '[fast]\nsheepdog_store_address = 127.0.0.11\n'
+        'sheepdog_store_client = dog\n'
         '[fs]\nfilesystem_store_datadir = {tmp}/images\n'),
     'one backend per sheep': (
         '[DEFAULT]\nenabled_backends = b:fastsheep, a:fastsheep, '
         'c:fastsheep, a2:fastsheep\n'
         '[glance_store]\ndefault_backend = a\n'
         '[backend_defaults]\nsheepdog_store_port = 7001\n'
-        '[a]\nsheepdog_store_address = 10.0.0.11\n'
-        '[a2]\nsheepdog_store_address = 10.0.0.11\n'
-        '[b]\nsheepdog_store_address = 10.0.0.12\n'
+        'sheepdog_store_client = dog\n'
+        '[a]\nsheepdog_store_address = 127.0.0.11\n'
+        '[a2]\nsheepdog_store_address = 127.0.0.11\n'
+        '[b]\nsheepdog_store_address = 127.0.0.12\n'
         'sheepdog_store_port = 7000\n'
         '[c]\nsheepdog_store_address = fd00::11\n'),
 }
 PARITY_URIS = [
-    'sheepdog://10.0.0.11:7000:a', 'sheepdog://10.0.0.11:7001:a',
-    'sheepdog://10.0.0.12:7000:b', 'sheepdog://10.0.0.12:7001:b',
+    'sheepdog://127.0.0.11:7000:a', 'sheepdog://127.0.0.11:7001:a',
+    'sheepdog://127.0.0.12:7000:b', 'sheepdog://127.0.0.12:7001:b',
     'sheepdog://fd00::11:7001:c', 'sheepdog://fd00::11:7000:c',
-    'sheepdog://plain', 'fastsheep://10.0.0.11:7000:a',
+    'sheepdog://plain', 'fastsheep://127.0.0.11:7000:a',
     'file://{tmp}/images/x', 'file:///elsewhere/y', 'http://h/z',
     'https://h/z', 'swift://a/b/c']
 PARITY_METADATA = [{}, {'store': 'fast'}, {'store': 'a'},
