@@ -42,8 +42,10 @@ A name in capitals (``[metriccache] NAME``, ``sheepdog_store_NAME``) is a
 placeholder.
 
 The registered options are read from the generated samples in ``etc/``
-(every ``[group]`` and ``#name =`` line), which ``tox -e pep8`` keeps
-equal to what oslo-config-generator writes from the code
+(every ``[group]`` and ``#name =`` line, and the deprecated names
+oslo.config still reads, ``# Deprecated group/name`` lines), which
+``tox -e pep8`` keeps equal to what oslo-config-generator writes from
+the code
 (tools/check-config-samples.py). Nothing is imported or started, so this
 runs in ``tox -e pep8`` and, with the harness's tests, in the integration
 env: ``python -m testtools.run fastpath_integration.tests.test_docs``.
@@ -71,6 +73,9 @@ GROUP_OPTION = re.compile(r'\[(metriccache)\]\s+(?:``)?([A-Za-z_]\w*)')
 SECTION_LINE = re.compile(r'^\s*\[([A-Za-z_][\w.-]*)\]\s*$')
 OPTION_LINE = re.compile(r'^\s*#?\s*([A-Za-z_]\w*)\s*=')
 SAMPLE_OPTION = re.compile(r'^#([A-Za-z_]\w*) = ', re.MULTILINE)
+# A deprecated name oslo.config still reads for an option of the group.
+SAMPLE_DEPRECATED = re.compile(
+    r'^# Deprecated group/name - \[[^\]]+\]/([A-Za-z_]\w*)$', re.MULTILINE)
 SAMPLE_GROUP = re.compile(r'^\[([^\]]+)\]$', re.MULTILINE)
 # The groups whose every option is this project's; [glance_store] is
 # glance_store's own, where this project's options are the
@@ -128,6 +133,7 @@ def sample_options(topdir):
             end = (groups[index + 1].start() if index + 1 < len(groups)
                    else len(text))
             names = SAMPLE_OPTION.findall(text, group.end(), end)
+            names += SAMPLE_DEPRECATED.findall(text, group.end(), end)
             options.setdefault(group.group(1), set()).update(names)
     return options
 
@@ -250,6 +256,9 @@ class DocsNameWhatExistsTest(testtools.TestCase):
         self.assertIn('sheepdog_store_address',
                       self.options.get('glance_store', ()))
         self.assertIn('memo_size', self.options.get('metriccache', ()))
+        # A deprecated name is still read, so a page may name it.
+        self.assertIn('sheepdog_store_reader',
+                      self.options.get('glance_store', ()))
         self.assertIn(os.path.join(TOPDIR, 'README.rst'), pages(TOPDIR))
 
     def test_expand(self):
