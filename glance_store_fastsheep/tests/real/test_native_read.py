@@ -64,7 +64,7 @@ class NativeTestCase(real_base.RealCluster, base.BaseTestCase):
         for name, value in (
                 ('sheepdog_store_port', self.cluster.port),
                 ('sheepdog_store_command', self.cluster.dog_path),
-                ('sheepdog_store_reader', 'native')):
+                ('sheepdog_store_client', 'native')):
             conf.set_override(name, value, group='glance_store')
         return conf
 
