@@ -24,6 +24,7 @@ from oslo_log import log as logging
 from oslo_utils import excutils
 
 from glance_store_fastsheep import client
+from glance_store_fastsheep import dog_command
 from glance_store_fastsheep import download
 from glance_store_fastsheep.native import connection as native_connection
 from glance_store_fastsheep.native import vdi as native_vdi
@@ -67,10 +68,24 @@ class DogClient(client.Client):
         """Delete the VDI; NotFound when missing.
 
         ``dog vdi delete`` exits 0 for a missing VDI and even when the
-        daemon is down, so existence is checked before and after.
+        daemon is down, so existence is checked before and after. An
+        image with snapshots is left intact (InUseByStore), as the native
+        client leaves it (native.vdi.delete says why): ``vdi list``
+        shows each snapshot of the name as an ``s`` line.
         """
         dog = self.settings.dog
-        self.size(address, port, name)
+        infos = [info for info in dog.list(address, port, name)
+                 if info.name == name]
+        if dog_command.find_current(infos, name) is None:
+            raise exceptions.NotFound(
+                message='sheepdog image %s does not exist at %s:%d'
+                % (name, address, port))
+        snapshots = [info for info in infos if info.state == 's']
+        if snapshots:
+            raise exceptions.InUseByStore(
+                message='sheepdog image %s has %d snapshot(s) at %s:%d: '
+                'left intact; delete them first (dog vdi delete -s)'
+                % (name, len(snapshots), address, port))
         dog.check('delete', address, port, name)
         if dog.stat(address, port, name) is not None:
             raise exceptions.BackendException(

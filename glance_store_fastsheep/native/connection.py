@@ -61,8 +61,11 @@ class Unreachable(exceptions.BackendException):
 def error_for(result, where, what, name):
     """The glance_store exception for a final result code.
 
-    Duplicate, NotFound and StorageFull where sheep means those; any
+    What glance makes of each: Duplicate (409 on upload), NotFound,
+    StorageFull (413), InUseByStore (409 on delete: a VM holds the
+    VDI's lock) and Forbidden (a read-only object: a snapshot's). Any
     other result is a BackendException naming sheep's code and the node.
+    dog_command.error_for maps ``dog``'s messages for the same codes.
     """
     text = proto.result_text(result)
     if result == proto.VDI_EXIST:
@@ -73,11 +76,14 @@ def error_for(result, where, what, name):
         return exceptions.NotFound(
             message='sheepdog image %s not found by %s: %s'
             % (name, where, text))
-    if result == proto.NO_SPACE:
-        return exceptions.StorageFull(
-            message='%s answered %s to %s' % (where, text, what))
-    return exceptions.BackendException('%s answered %s to %s'
-                                       % (where, text, what))
+    message = '%s answered %s to %s' % (where, text, what)
+    if result in (proto.NO_SPACE, proto.FULL_VDI):
+        return exceptions.StorageFull(message=message)
+    if result == proto.VDI_LOCKED:
+        return exceptions.InUseByStore(message=message)
+    if result == proto.READONLY:
+        return exceptions.Forbidden(message=message)
+    return exceptions.BackendException(message)
 
 
 class Request(object):

@@ -122,6 +122,19 @@ class RangeAndErrorTest(real_base.RealCluster, base.FunctionalTestCase):
                           self.location('img'))
         self.assertNothingLeft()
 
+    def test_image_with_a_snapshot_is_left_intact(self):
+        data = os.urandom(513)
+        base.add(self.sd, 'img', data)
+        self.sheep.check_dog('vdi', 'snapshot', 'img')
+        exc = self.assertRaises(exceptions.InUseByStore, self.sd.delete,
+                                self.location('img'))
+        self.assertIn('has 1 snapshot(s)', str(exc))
+        self.assertEqual(data, self.read_all('img'))
+        # As an operator would: the snapshot first, then the image.
+        self.sheep.check_dog('vdi', 'delete', '-s', '1', 'img')
+        self.sd.delete(self.location('img'))
+        self.assertNothingLeft()
+
     def test_unknown_size_upload_of_a_stream(self):
         data = os.urandom(2 * self.CHUNK_MIB * MIB + 3)
 

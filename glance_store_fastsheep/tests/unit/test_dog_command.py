@@ -114,6 +114,24 @@ class ErrorMapTest(base.BaseTestCase):
             b'for new objects')
         self.assertIsInstance(exc, exceptions.StorageFull)
 
+    def test_every_mapped_result(self):
+        # dog prints sheep's sd_strerror text (sheepdog 1.0.1's
+        # include/sheep.h) after its own words.
+        for text, wanted in (
+                (b'Failed to create VDI img: Maximum number of VDIs '
+                 b'reached', exceptions.StorageFull),
+                (b'Failed to open VDI img (snapshot id: 0 snapshot tag: '
+                 b'x): Failed to find requested tag', exceptions.NotFound),
+                (b'Failed to delete img: VDI is already locked',
+                 exceptions.InUseByStore),
+                (b'Failed to write object 800d27580000000a: Object is '
+                 b'read-only', exceptions.Forbidden),
+                (b'Failed to read object d2758400000001 I/O error',
+                 exceptions.BackendException)):
+            exc = dog_command.error_for('write', 'img', 1, text)
+            self.assertIs(wanted, type(exc), text)
+            self.assertIn(text.decode('ascii'), str(exc))
+
     def test_other(self):
         exc = dog_command.error_for(
             'list', 'img', 2, b'failed to connect to '

@@ -242,6 +242,32 @@ class WriteTest(ClientTestCase):
         self.assertIn('sheep at 127.0.0.1:%d' % self.sheep.port, str(exc))
         self.assertEqual([], list(self.sheep.images))
 
+    def test_read_only_object_is_forbidden(self):
+        # What a snapshot's objects answer to a write.
+        self.sheep.next_vid = 0x40
+        self.sheep.write_results[proto.data_oid(0x40, 0)] = proto.READONLY
+        data = payload(OBJECT, seed=12)
+        exc = self.assertRaises(exceptions.Forbidden, self.client.write,
+                                'img', io.BytesIO(data), digest(), len(data))
+        self.assertIn('SD_RES_READONLY', str(exc))
+        self.assertEqual([], list(self.sheep.images))
+
+    def test_result_map(self):
+        """Each final code as glance expects it; the rest name the code."""
+        for result, wanted in (
+                (proto.VDI_EXIST, exceptions.Duplicate),
+                (proto.NO_VDI, exceptions.NotFound),
+                (proto.NO_TAG, exceptions.NotFound),
+                (proto.NO_SPACE, exceptions.StorageFull),
+                (proto.FULL_VDI, exceptions.StorageFull),
+                (proto.VDI_LOCKED, exceptions.InUseByStore),
+                (proto.READONLY, exceptions.Forbidden),
+                (0x05, exceptions.BackendException)):
+            exc = connection.error_for(result, 'sheep at 127.0.0.1:1',
+                                       'DEL_VDI img', 'img')
+            self.assertIs(wanted, type(exc), hex(result))
+            self.assertIn(proto.RESULTS[result][0], str(exc))
+
     def test_retryable_result_is_retried(self):
         self.sheep.next_vid = 0x40
         oid = proto.data_oid(0x40, 1)
