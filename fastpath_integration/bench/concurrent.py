@@ -17,12 +17,11 @@ and on a real cluster (the real section's); rows and methods:
 doc/source/bench-sheepdog.rst.
 """
 
-import os
+from fastpath_integration.bench import clusters
+from fastpath_integration.bench import runner
+from fastpath_integration.bench import transfers
 
-import bench
-import worker
-
-MIB = 1 << 20
+MIB = clusters.MIB
 GETS, PUTS, PIKE_MAX = (1, 4, 16, 64), (1, 4, 16), 4
 COLUMNS = (('total MB/s', 'mb_s'), ('RSS growth MiB', 'rss_growth_mib'),
            ('dog children at peak', 'peak_children'),
@@ -30,12 +29,12 @@ COLUMNS = (('total MB/s', 'mb_s'), ('RSS growth MiB', 'rss_growth_mib'),
 
 
 def _tables(where, title, caches):
-    get = bench.Table(
+    get = runner.Table(
         'Concurrent downloads, %s' % title, 'N get() of one image at once '
         'in one eventlet process, byte count only; total MB/s over all of '
         'them; alternating rounds; vs: the default over one reader each.',
         COLUMNS, 'mb_s', chart='concurrent_get_mb_s_' + where)
-    put = bench.Table(
+    put = runner.Table(
         'Concurrent uploads, %s' % title, 'N add() at once in one eventlet '
         'process; vs: the default over one dog vdi write each.', COLUMNS,
         'mb_s')
@@ -82,16 +81,16 @@ def _lowest(rows, caches):
 
 
 RATIOS = (
-    bench.ratio('concurrent64_rss_growth_mib', EMU['default', '', 64],
-                key='rss_growth_mib', op='<=', bound=_budget),
+    runner.ratio('concurrent64_rss_growth_mib', EMU['default', '', 64],
+                 key='rss_growth_mib', op='<=', bound=_budget),
     # The budget in force, as the store under test read it (None: no
     # such option in this tree).
-    bench.ratio('readahead_budget_mib', EMU['default', '', 64],
-                key='readahead_budget_mib'),
-    bench.ratio('concurrent_default_vs_single_min', _lowest(EMU, ('',)),
-                op='>=', bound=0.95),
-    bench.ratio('real_concurrent_default_vs_single_min',
-                _lowest(REAL, ('hot', 'cold')), op='>=', bound=0.95),
+    runner.ratio('readahead_budget_mib', EMU['default', '', 64],
+                 key='readahead_budget_mib'),
+    runner.ratio('concurrent_default_vs_single_min', _lowest(EMU, ('',)),
+                 op='>=', bound=0.95),
+    runner.ratio('real_concurrent_default_vs_single_min',
+                 _lowest(REAL, ('hot', 'cold')), op='>=', bound=0.95),
 )
 
 
@@ -109,38 +108,24 @@ def add_arguments(parser):
 
 
 def run(args, report):
-    import real_bench
-    import sheepdog_bench
     quick = args.quick
-    size = min(args.size_bytes, 16 * MIB) if quick else args.size_bytes
-    sizes = (min(size, bench.parse_size(args.concurrent_put_size or
-                                        ('8M' if quick else '256M'))),
-             min(size, bench.parse_size(args.concurrent_pike_size or
-                                        ('8M' if quick else '256M'))))
-    emulated = sheepdog_bench.Emulated(args, report, quick_size=size)
-    try:
-        pike = dict(emulated.params, name='bench-pike', size=sizes[1],
-                    sha256=emulated.vdi('bench-pike', sizes[1]))
-        _run(args, report, EMU, ('',), emulated.get(), pike, sizes[0],
-             emulated.env)
-    finally:
-        emulated.cleanup()
+    size = clusters.image_size(args, 16 * MIB)
+    sizes = (min(size, runner.parse_size(args.concurrent_put_size or
+                                         ('8M' if quick else '256M'))),
+             min(size, runner.parse_size(args.concurrent_pike_size or
+                                         ('8M' if quick else '256M'))))
+    with clusters.Emulated(args, size) as emulated:
+        _run(args, report, EMU, ('',), emulated, sizes)
     report.note('concurrent: %d MiB image (uploads %d MiB, Pike rows %d '
                 'MiB), %d round(s)' % (size // MIB, sizes[0] // MIB,
                                        sizes[1] // MIB, _rounds(args)))
-    if not real_bench.available(args, report):
+    if not clusters.real_available(args, report):
         return
-    source = real_bench.Source(size)
+    source = clusters.Source(size)
     try:
-        cluster = real_bench.Cluster(args, source)
-        try:
-            caches = ('hot', 'cold') if real_bench.can_drop_caches() else \
-                ('hot',)
-            _run(args, report, REAL, caches, cluster.params, cluster.vdi(
-                real_bench.PREFIX + 'pike', source, sizes[1]), sizes[0],
-                cluster.env)
-        finally:
-            cluster.close()
+        with clusters.real(args, source) as cluster:
+            _run(args, report, REAL, ('hot', 'cold') if
+                 clusters.can_drop_caches() else ('hot',), cluster, sizes)
     finally:
         source.close()
 
@@ -149,12 +134,12 @@ def _rounds(args):
     return args.concurrent_rounds or (2 if args.quick else 3)
 
 
-def _run(args, report, rows, caches, image, pike, put_size, env):
-    import sheepdog_bench
-    target = 'concurrent_bench:work'
-    get = dict(image, kind='get', driver='fastsheep', mode='eventlet')
-    put = dict(get, kind='put', size=put_size, sha256=sheepdog_bench._sha256(
-        image['source'], put_size))
+def _run(args, report, rows, caches, cluster, sizes):
+    target, env = transfers.concurrent, cluster.env
+    pike = cluster.vdi('pike', sizes[1])
+    get = cluster.get()
+    put = dict(get, kind='put', size=sizes[0],
+               sha256=cluster.source.sha256(sizes[0]))
     for cache in caches:
         for count in GETS:
             one = dict(get, count=count, drop_caches=cache == 'cold')
@@ -179,72 +164,3 @@ def _run(args, report, rows, caches, image, pike, put_size, env):
             report.measure(rows['pike_put', count], target, dict(
                 put, count=count, driver='pike', size=pike['size'],
                 sha256=pike['sha256'], repeats=1), env=env)
-
-
-# -- worker side --------------------------------------------------------------
-
-def _children():
-    """Child processes of this process, from every thread's list."""
-    count = 0
-    for task in os.listdir('/proc/self/task'):
-        try:
-            with open('/proc/self/task/%s/children' % task) as children:
-                count += len(children.read().split())
-        except (IOError, OSError):  # the thread ended meanwhile
-            continue
-    return count
-
-
-def work(params):
-    """count transfers at once, after one alone (first-use costs)."""
-    import logging
-
-    import eventlet
-
-    import sheepdog_bench as rows
-    logging.basicConfig(level=logging.WARNING)
-    store, loc = rows._store(params)
-    size, count = params['size'], params['count']
-
-    def one(_index):
-        if params['kind'] == 'get':
-            if rows._consume(store, loc) != size:
-                raise AssertionError('a download was not %d bytes' % size)
-            return None
-        return rows._put(store, params, size)[0]
-
-    baseline = worker.current_rss_mib()
-    first = one(0)
-    if first:
-        rows._check_and_drop(params, first, size)
-    if params.get('drop_caches'):
-        worker.drop_caches()
-    peaks = {'peak_children': 0, 'peak_fds': 0}
-    done = []
-
-    def sample():
-        while not done:
-            peaks['peak_children'] = max(peaks['peak_children'], _children())
-            peaks['peak_fds'] = max(peaks['peak_fds'],
-                                    len(os.listdir('/proc/self/fd')))
-            eventlet.sleep(0.01)
-    sampler = eventlet.spawn(sample)
-    started = worker.monotonic()
-    try:
-        made = list(eventlet.GreenPool(count).imap(one, range(count)))
-    finally:
-        elapsed = worker.monotonic() - started
-        done.append(True)
-        sampler.wait()
-    for image_id in filter(None, made):
-        rows._check_and_drop(params, image_id, size, params['sha256'])
-    try:
-        budget = store.conf.glance_store.sheepdog_store_readahead_budget
-    except AttributeError:  # Pike's driver, or a tree without the option
-        budget = None
-    return dict(peaks, size=size * count, size_mib=size // MIB, count=count,
-                times_s=[round(elapsed, 3)],
-                mb_s=round(size * count / elapsed / 1e6, 1),
-                rss_growth_mib=round(max(0.0, worker.vm_hwm_mib() -
-                                         baseline), 1),
-                readahead_budget_mib=budget)

@@ -22,13 +22,13 @@ section loads it the same way.
 import os
 import sys
 
-import bench
-import worker
+from fastpath_integration.bench import runner
+from fastpath_integration.bench import workers
 
 # The bound the patch sets; past it a cyclic scan misses on every call
 # under any LRU, which the informational 257-vs-256 row shows.
 SIZES = (100, 101, 256, 257)
-TABLE = bench.Table(
+TABLE = runner.Table(
     'oslo.utils fallback fnmatch cache', 'Per-call time cycling through N '
     'distinct patterns, oslo.utils 3.28.4 fallback path, unpatched and with '
     'the LRU patch.', (('us per call', 'us_per_call'),))
@@ -37,12 +37,12 @@ ROWS = dict(((variant, size), TABLE.row(
     % (variant, size))) for variant in ('unpatched', 'patched')
     for size in SIZES)
 RATIOS = (
-    bench.ratio('oslo_fnmatch_101_vs_100', ROWS['patched', 101],
-                ROWS['patched', 100], 'us_per_call', '<=', 1.5),
-    bench.ratio('oslo_fnmatch_101_vs_100_unpatched', ROWS['unpatched', 101],
-                ROWS['unpatched', 100], 'us_per_call'),
-    bench.ratio('oslo_fnmatch_257_vs_256_patched', ROWS['patched', 257],
-                ROWS['patched', 256], 'us_per_call'),
+    runner.ratio('oslo_fnmatch_101_vs_100', ROWS['patched', 101],
+                 ROWS['patched', 100], 'us_per_call', '<=', 1.5),
+    runner.ratio('oslo_fnmatch_101_vs_100_unpatched', ROWS['unpatched', 101],
+                 ROWS['unpatched', 100], 'us_per_call'),
+    runner.ratio('oslo_fnmatch_257_vs_256_patched', ROWS['patched', 257],
+                 ROWS['patched', 256], 'us_per_call'),
 )
 
 
@@ -55,11 +55,11 @@ def fallback_sources(workdir):
     import subprocess
     import tarfile
     cache = os.environ.get('PIKE_SDISTS') or os.path.join(
-        worker.TOPDIR, '.tox', 'pike-sdists')
+        workers.TOPDIR, '.tox', 'pike-sdists')
     subprocess.check_call(['bash', os.path.join(
-        worker.TOPDIR, 'tools', 'fetch-pike-sdists.sh'), cache],
+        workers.TOPDIR, 'tools', 'fetch-pike-sdists.sh'), cache],
         stdout=sys.stderr, env=dict(os.environ, PYTHON=sys.executable))
-    series = os.path.join(worker.TOPDIR, 'patches', 'oslo.utils')
+    series = os.path.join(workers.TOPDIR, 'patches', 'oslo.utils')
     paths = {}
     for variant in ('unpatched', 'patched'):
         with tarfile.open(os.path.join(cache, 'oslo.utils-3.28.4.tar.gz')) \
@@ -122,7 +122,7 @@ def run(args, report):
     try:
         for variant, path in sorted(fallback_sources(workdir).items()):
             try:
-                result = bench.run_worker('fnmatch_bench:cycle', {
+                result = workers.run(cycle, {
                     'path': path, 'repeats': 3 if args.quick else 15})
             except RuntimeError as exc:
                 result = exc

@@ -28,15 +28,15 @@ import random
 import sys
 import timeit
 
-import bench
-import fnmatch_bench
-import worker
+from fastpath_integration.bench import fnmatch as oslo_fnmatch
+from fastpath_integration.bench import runner
+from fastpath_integration.bench import workers
 
 _imap = getattr(itertools, 'imap', map)
 _US = (('hit us', 'hit_us'), ('miss us', 'miss_us'),
        ('pattern hit us', 'pattern_hit_us'), ('mix us', 'mix_us'))
 
-LOOKUP_27 = bench.Table(
+LOOKUP_27 = runner.Table(
     'Metric lookup on Pike\'s CPython 2.7', 'Pike\'s dispatcher loop (2.7 '
     'fnmatch: 100 patterns, then cleared) and the plugin over a shuffled mix '
     'of every stock metric name plus 10% unknown ones; vs: Pike\'s time over '
@@ -44,7 +44,7 @@ LOOKUP_27 = bench.Table(
     'lookup_us_py27', True)
 MIX_27 = LOOKUP_27.pair('metric_lookup_mix_us_py27', 'Pike loop, 2.7',
                         'plugin, 2.7')
-LOOKUP = bench.Table(
+LOOKUP = runner.Table(
     'Metric and event lookup on Python 3', 'Per-call time of finding a '
     'metric\'s (or event\'s) resource definition; best of repeats; vs: '
     'Pike\'s time over the plugin\'s (hit, else pattern hit).', _US,
@@ -57,7 +57,7 @@ FALLBACK = LOOKUP.pair('metric_lookup_fallback_fnmatch_us',
 PATTERNS = LOOKUP.pair('metric_lookup_300_patterns_us',
                        'Pike loop, 300 patterns', 'plugin, 300 patterns')
 EVENT = LOOKUP.pair('event_lookup_us', 'Pike loop, event', 'plugin, event')
-RECORD = bench.Table(
+RECORD = runner.Table(
     'record_metering_data of a sample batch', 'Pike\'s gnocchi dispatcher '
     'and the plugin with the gnocchi client stubbed; vs: Pike\'s time over '
     'the plugin\'s.', (('ms', 'ms'), ('samples', 'samples'),
@@ -65,7 +65,7 @@ RECORD = bench.Table(
 RECORD_27 = RECORD.pair('record_batch_mix_ms_py27', 'Pike dispatcher, 2.7',
                         'plugin, 2.7')
 RECORD_3 = RECORD.pair('record_batch_ms', 'Pike dispatcher, 3', 'plugin, 3')
-MEMO = bench.Table(
+MEMO = runner.Table(
     'Memory for names no definition lists', 'RSS growth after looking up '
     'that many distinct unknown names.', (
         ('RSS growth MiB', 'rss_growth_mib'), ('names', 'names'),
@@ -76,29 +76,29 @@ PIKE_MEMO = MEMO.row('pike_logged_set_unknown_names',
 PLUGIN_MEMO = MEMO.row('metric_memo_unknown_names', 'plugin')
 HIT_MISS = ('hit_us', 'miss_us')
 RATIOS = (
-    bench.ratio('metric_lookup_hit_vs_pike', *METRIC, key='hit_us'),
-    bench.ratio('metric_lookup_miss_vs_pike', *METRIC, key='miss_us'),
+    runner.ratio('metric_lookup_hit_vs_pike', *METRIC, key='hit_us'),
+    runner.ratio('metric_lookup_miss_vs_pike', *METRIC, key='miss_us'),
     # The headline is the worse of the two.
-    bench.ratio('metric_lookup_vs_pike', *METRIC, key=HIT_MISS, op='>=',
-                bound=1000),
-    bench.ratio('metric_lookup_fallback_vs_pike', *FALLBACK, key=HIT_MISS),
-    bench.ratio('metric_lookup_patterns_vs_pike', *PATTERNS,
-                key=('pattern_hit_us', 'miss_us')),
-    bench.ratio('event_lookup_vs_loop', *EVENT, key=HIT_MISS, op='>=',
-                bound=100),
-    bench.ratio('record_batch_vs_pike', *RECORD_3, key='ms', op='>=',
-                bound=3),
-    bench.ratio('metric_memo_entries_per_bound', lambda metric: metric(
+    runner.ratio('metric_lookup_vs_pike', *METRIC, key=HIT_MISS, op='>=',
+                 bound=1000),
+    runner.ratio('metric_lookup_fallback_vs_pike', *FALLBACK, key=HIT_MISS),
+    runner.ratio('metric_lookup_patterns_vs_pike', *PATTERNS,
+                 key=('pattern_hit_us', 'miss_us')),
+    runner.ratio('event_lookup_vs_loop', *EVENT, key=HIT_MISS, op='>=',
+                 bound=100),
+    runner.ratio('record_batch_vs_pike', *RECORD_3, key='ms', op='>=',
+                 bound=3),
+    runner.ratio('metric_memo_entries_per_bound', lambda metric: metric(
         PLUGIN_MEMO, 'memo_entries') / metric(PLUGIN_MEMO, 'bound'),
         op='<=', bound=1),
-    bench.ratio('metric_lookup_vs_pike_py27', *MIX_27, key='mix_us',
-                op='>=', bound=10000),
-    bench.ratio('metric_lookup_hit_vs_pike_py27', *MIX_27, key='hit_us'),
-    bench.ratio('metric_lookup_miss_vs_pike_py27', *MIX_27, key='miss_us'),
-    bench.ratio('metric_lookup_pattern_hit_vs_pike_py27', *MIX_27,
-                key='pattern_hit_us'),
-    bench.ratio('record_batch_vs_pike_py27', *RECORD_27, key='ms', op='>=',
-                bound=100),
+    runner.ratio('metric_lookup_vs_pike_py27', *MIX_27, key='mix_us',
+                 op='>=', bound=10000),
+    runner.ratio('metric_lookup_hit_vs_pike_py27', *MIX_27, key='hit_us'),
+    runner.ratio('metric_lookup_miss_vs_pike_py27', *MIX_27, key='miss_us'),
+    runner.ratio('metric_lookup_pattern_hit_vs_pike_py27', *MIX_27,
+                 key='pattern_hit_us'),
+    runner.ratio('record_batch_vs_pike_py27', *RECORD_27, key='ms', op='>=',
+                 bound=100),
 )
 
 
@@ -116,23 +116,23 @@ def run(args, report):
     samples, resources = (2000, 200) if quick else (10000, 1000)
     with tempfile.TemporaryDirectory(prefix='metriccache-bench-') as tmp:
         def measure(row, function, python=None, **params):
-            report.measure(row, 'metriccache_bench:' + function, dict(
-                params, quick=quick, tmp=tmp), python)
-        measure(METRIC[0], 'lookup')
+            report.measure(row, function, dict(params, quick=quick, tmp=tmp),
+                           python)
+        measure(METRIC[0], lookup)
         try:
-            measure(FALLBACK[0], 'lookup', fallback=fnmatch_bench.
+            measure(FALLBACK[0], lookup, fallback=oslo_fnmatch.
                     fallback_sources(tmp)['unpatched'])
         except Exception as exc:  # sdist unavailable (offline, no cache)
             report.failed(FALLBACK[0], exc)
-        measure(PATTERNS[0], 'patterns')
-        measure(EVENT[0], 'events')
-        measure(RECORD_3[0], 'record', samples=samples, resources=resources)
-        measure(PLUGIN_MEMO, 'memo', names=names, side='plugin')
-        measure(PIKE_MEMO, 'memo', names=names, side='pike')
-        python = bench.pike27_python()
-        measure(MIX_27[0], 'mix', python)
+        measure(PATTERNS[0], patterns)
+        measure(EVENT[0], events)
+        measure(RECORD_3[0], record, samples=samples, resources=resources)
+        measure(PLUGIN_MEMO, memo, names=names, side='plugin')
+        measure(PIKE_MEMO, memo, names=names, side='pike')
+        python = workers.pike27_python()
+        measure(MIX_27[0], mix, python)
         # Pike's side alone takes about a minute on 2.7 at full size.
-        measure(RECORD_27[0], 'record_mix', python, **(
+        measure(RECORD_27[0], record_mix, python, **(
             dict(samples=500, resources=50) if quick
             else dict(samples=10000, resources=1000)))
     report.note('metriccache: %d samples over %d resources, %d unknown '
@@ -264,7 +264,7 @@ def lookup(params):
     hosts = _hosts()
     if params.get('fallback'):
         from ceilometer.dispatcher import gnocchi
-        gnocchi.fnmatch = fnmatch_bench.load_fallback(params['fallback'])
+        gnocchi.fnmatch = oslo_fnmatch.load_fallback(params['fallback'])
     quick = params['quick']
     return _sides({'hit_us': _per_call_us(hosts, _listed(hosts[0]), quick),
                    'miss_us': _per_call_us(hosts, _misses(
@@ -426,14 +426,14 @@ def memo(params):
         if host is plugin else lambda name: None
     logged = host._already_logged_metric_names
     gc.collect()
-    before = worker.current_rss_mib()
+    before = workers.current_rss_mib()
     for i in range(params['names']):
         name = 'unknown.metric.%09d' % i
         if lookup(name) is None and name not in logged:
             logged.add(name)
     gc.collect()
     result = {'names': params['names'], 'logged_entries': len(logged),
-              'rss_growth_mib': round(worker.current_rss_mib() - before, 2)}
+              'rss_growth_mib': round(workers.current_rss_mib() - before, 2)}
     if host is plugin:
         cache = plugin.metric_index.metrics.memo
         result.update(memo_entries=len(cache), bound=cache.maxsize)

@@ -11,17 +11,19 @@
 # under the License.
 """The default read-ahead against one reader, on the emulator's cold
 (per-object latency) and hot (per-invocation cost) models; see
-doc/source/bench-sheepdog.rst. Its workers are the sheepdog section's.
+doc/source/bench-sheepdog.rst. Its workers are the sheepdog section's
+(``transfers``).
 """
 
-import bench
-import sheepdog_bench
+from fastpath_integration.bench import clusters
+from fastpath_integration.bench import runner
+from fastpath_integration.bench import transfers
 
-COLD = bench.Table(
+COLD = runner.Table(
     'Read-ahead where objects are slow', 'get() on the emulator\'s cold '
     'model (a per-object latency in each dog process): one reader against '
     'the default (readers ramp up to N while one more pays) and 16 MiB '
-    'windows; vs: MB/s over N=1.', bench.THROUGHPUT, 'mb_s')
+    'windows; vs: MB/s over N=1.', runner.THROUGHPUT, 'mb_s')
 SINGLE = COLD.row('readahead_get_single_eventlet', 'N=1, eventlet')
 PARALLEL = COLD.row('readahead_get_parallel_eventlet', 'default, eventlet',
                     SINGLE)
@@ -31,12 +33,12 @@ SINGLE_THREADS = COLD.row('readahead_get_single_threads',
                           'N=1, native threads')
 PARALLEL_THREADS = COLD.row('readahead_get_parallel_threads',
                             'default, native threads', SINGLE_THREADS)
-HOT = bench.Table(
+HOT = runner.Table(
     'Read-ahead on a hot cache', 'get() on the emulator\'s hot model (each '
     'dog invocation pays a lookup and a 4 MiB inode read, as dog/vdi.c '
     'does): one reader against the default, 16 MiB windows, and four '
     'readers from the start (no ramp); vs: MB/s over N=1.',
-    bench.THROUGHPUT, 'mb_s')
+    runner.THROUGHPUT, 'mb_s')
 SINGLE_HOT = HOT.row('readahead_get_single_hot', 'N=1')
 PARALLEL_HOT = HOT.row('readahead_get_parallel_hot', 'default', SINGLE_HOT)
 W16_HOT = HOT.row('readahead_get_w16_hot', '16 MiB windows', SINGLE_HOT)
@@ -54,23 +56,23 @@ def _memory_bound(args):
 
 
 RATIOS = (
-    bench.ratio('get_parallel_vs_single', PARALLEL, SINGLE, op='>=',
-                bound=2.5),
-    bench.ratio('get_parallel_vs_single_threads', PARALLEL_THREADS,
-                SINGLE_THREADS, op='>=', bound=2.5),
-    bench.ratio('get_parallel_vs_single_hot', PARALLEL_HOT, SINGLE_HOT,
-                op='>=', bound=0.95),
+    runner.ratio('get_parallel_vs_single', PARALLEL, SINGLE, op='>=',
+                 bound=2.5),
+    runner.ratio('get_parallel_vs_single_threads', PARALLEL_THREADS,
+                 SINGLE_THREADS, op='>=', bound=2.5),
+    runner.ratio('get_parallel_vs_single_hot', PARALLEL_HOT, SINGLE_HOT,
+                 op='>=', bound=0.95),
     # The model's check: on a hot cache, four readers over small
     # windows lose to one, as on a real cluster (hence the ramp).
-    bench.ratio('get_fixed4_w16_vs_single_hot', FIXED4_W16_HOT, SINGLE_HOT,
-                op='<=', bound=1.0),
-    bench.ratio('get_fixed4_w64_vs_single_hot', FIXED4_W64_HOT, SINGLE_HOT),
-    bench.ratio('get_w16_vs_default', W16, PARALLEL),
-    bench.ratio('get_w16_vs_default_hot', W16_HOT, PARALLEL_HOT),
-    bench.ratio('get_parallel_rss_growth_mib', PARALLEL,
-                key='rss_growth_mib', op='<=', bound=_memory_bound),
-    bench.ratio('get_parallel_rss_growth_mib_threads', PARALLEL_THREADS,
-                key='rss_growth_mib', op='<=', bound=_memory_bound),
+    runner.ratio('get_fixed4_w16_vs_single_hot', FIXED4_W16_HOT, SINGLE_HOT,
+                 op='<=', bound=1.0),
+    runner.ratio('get_fixed4_w64_vs_single_hot', FIXED4_W64_HOT, SINGLE_HOT),
+    runner.ratio('get_w16_vs_default', W16, PARALLEL),
+    runner.ratio('get_w16_vs_default_hot', W16_HOT, PARALLEL_HOT),
+    runner.ratio('get_parallel_rss_growth_mib', PARALLEL,
+                 key='rss_growth_mib', op='<=', bound=_memory_bound),
+    runner.ratio('get_parallel_rss_growth_mib_threads', PARALLEL_THREADS,
+                 key='rss_growth_mib', op='<=', bound=_memory_bound),
 )
 
 
@@ -88,17 +90,14 @@ def add_arguments(parser):
 
 
 def run(args, report):
-    cluster = sheepdog_bench.Emulated(args, report)
-    try:
+    with clusters.Emulated(args, clusters.image_size(args)) as cluster:
         _run(args, report, cluster)
-    finally:
-        cluster.cleanup()
 
 
 def _run(args, report, cluster):
-    target = 'sheepdog_bench:work'
-    get = cluster.get(driver='fastsheep', mode='eventlet', repeats=1 if
-                      args.quick else args.sheepdog_repeats or 5)
+    target = transfers.work
+    get = cluster.get(repeats=1 if args.quick else args.sheepdog_repeats or
+                      5)
     single = dict(get, opts={'sheepdog_store_read_concurrency': 1})
     parallel = dict(get, opts={})
     if args.readahead_n:
@@ -134,5 +133,5 @@ def _run(args, report, cluster):
                 'each dog process; hot: none; the default read-ahead '
                 '(bound %d MiB) and, hot, four readers from the start '
                 'against N=1' % (
-                    cluster.size // sheepdog_bench.MIB,
+                    cluster.source.size // clusters.MIB,
                     args.readahead_object_ms, _memory_bound(args)))

@@ -20,17 +20,14 @@ doc/source/bench-sheepdog.rst.
 
 import os
 import subprocess
-import sys
 
-import bench
-import worker
+from fastpath_integration.bench import clusters
+from fastpath_integration.bench import glance_api
+from fastpath_integration.bench import runner
+from fastpath_integration.bench import transfers
+from fastpath_integration.bench import workers
 
-MIB = 1 << 20
-# Every VDI this run makes on a cluster starts with this, and is deleted.
-PREFIX = 'fastpath-bench-%d-' % os.getpid()
-NOT_RUN = ('real: did not run: no real sheepdog here; set SHEEPDOG_SOURCE '
-           '(a sheepdog 1.0.1 source archive) or SHEEPDOG_PREFIX (an '
-           'installed sheepdog), or point --real-cluster at a cluster')
+MIB = clusters.MIB
 CONFIGS = (('ceiling', 'dog vdi read | dd'), ('single', 'one reader'),
            ('default', 'default read-ahead'), ('native', 'native reader'))
 VS = {'single': 'ceiling', 'default': 'single', 'native': 'ceiling'}
@@ -38,13 +35,13 @@ VS = {'single': 'ceiling', 'default': 'single', 'native': 'ceiling'}
 
 # Where the CPU goes: seconds per GiB moved of the process that reads or
 # writes (its dog and dd children included) and of the cluster's sheep,
-# the sum bounding what 2 cores can move (sheepdog_bench._transfer).
-COLUMNS = bench.THROUGHPUT + (('client CPU s/GiB', 'cpu_s_gib'),
-                              ('sheep CPU s/GiB', 'sheep_cpu_s_gib'))
+# the sum bounding what 2 cores can move (transfers._transfer).
+COLUMNS = runner.THROUGHPUT + (('client CPU s/GiB', 'cpu_s_gib'),
+                               ('sheep CPU s/GiB', 'sheep_cpu_s_gib'))
 
 
 def _get_table(nodes, title, where):
-    table = bench.Table(
+    table = runner.Table(
         'Download on a real cluster%s' % title, 'get() of one image, '
         'eventlet, byte count only (sha256 checked in an untimed pass); '
         'hot, and with the page cache dropped before each timed get; '
@@ -63,27 +60,15 @@ def _get_table(nodes, title, where):
 
 GET1, ONE = _get_table(1, '', '{real_one}')  # or --real-cluster's
 GET3, THREE = _get_table(3, ', 3 nodes keeping 2 copies', '3 nodes')
-PUT = bench.Table(
+PUT = runner.Table(
     'Upload on a real cluster', 'add() of the image through '
-    'the store (its hashing included: md5, and md5 + sha512 with '
-    'hashing_algo=sha512), stored bytes checked by sha256 afterwards, '
-    'against dog vdi create + dog vdi write from the same file; '
+    'the store (its hashing included), stored bytes checked by sha256 '
+    'afterwards, against dog vdi create + dog vdi write from the same file; '
     'alternating rounds; vs: MB/s over dog\'s.', COLUMNS, 'mb_s')
 DOG_WRITE = PUT.row('real_put_dog_write', 'dog vdi write < file, {real_one}')
 STORE_PUT = PUT.row('real_put_fastsheep', 'fastsheep add(), {real_one}',
                     DOG_WRITE)
-STORE_PUT_SHA512 = PUT.row('real_put_fastsheep_sha512', 'fastsheep add(), '
-                           'sha512, {real_one}', DOG_WRITE)
-DOG_WRITE_3 = PUT.row('real_put_dog_write_3node',
-                      'dog vdi write < file, 3 nodes')
-STORE_PUT_3 = PUT.row('real_put_fastsheep_3node', 'fastsheep add(), 3 nodes',
-                      DOG_WRITE_3)
-STORE_PUT_SHA512_3 = PUT.row('real_put_fastsheep_sha512_3node',
-                             'fastsheep add(), sha512, 3 nodes', DOG_WRITE_3)
-# nodes -> (dog row, add() md5 row, add() sha512 row)
-PUT_ROWS = {1: (DOG_WRITE, STORE_PUT, STORE_PUT_SHA512),
-            3: (DOG_WRITE_3, STORE_PUT_3, STORE_PUT_SHA512_3)}
-MANY = bench.Table(
+MANY = runner.Table(
     '16 concurrent downloads on a real cluster', '16 get() of '
     'one image at once in one eventlet process, hot; total MB/s; vs: '
     'native over the dog reader\'s default.',
@@ -95,7 +80,7 @@ MANY_NATIVE = MANY.row('real_concurrent16_native', 'native, {real_one}',
                        MANY_DOG)
 # Seed 000's download through Pike glance-api 15 on 2.7, on a real
 # cluster: measured when the integration harness can run it there.
-API = bench.Table(
+API = runner.Table(
     'Download through Pike glance-api on a real cluster (CPython 2.7)',
     'One image over HTTP (v2), byte count checked; vs: MB/s over the '
     'in-tree driver\'s (native: over the dog reader\'s).',
@@ -107,7 +92,7 @@ API_PLUGIN = API.row('real_api_get_plugin_py27', 'fastsheep', API_PIKE)
 API_NATIVE = API.row('real_api_get_native_py27', 'fastsheep, native',
                      API_PLUGIN)
 # The same glance-apis, N HTTP clients at once (issue 20).
-API_MANY = bench.Table(
+API_MANY = runner.Table(
     'Concurrent downloads through Pike glance-api on a real cluster '
     '(CPython 2.7)', 'N HTTP clients (curl) fetch the image at once from '
     'one glance-api worker; total MB/s over all of them; RSS growth of '
@@ -128,9 +113,9 @@ for _count in (4, 16):
 
 
 def _vs(name, node_rows, config, cache, bound=None):
-    return bench.ratio(name, node_rows[config, cache],
-                       node_rows[VS[config], cache],
-                       op=bound and '>=', bound=bound)
+    return runner.ratio(name, node_rows[config, cache],
+                        node_rows[VS[config], cache],
+                        op=bound and '>=', bound=bound)
 
 
 RATIOS = (
@@ -138,25 +123,10 @@ RATIOS = (
     _vs('real_get_single_vs_ceiling_cold', ONE, 'single', 'cold', 0.9),
     _vs('real_get_default_vs_single_hot', ONE, 'default', 'hot', 0.95),
     _vs('real_get_default_vs_single_cold', ONE, 'default', 'cold', 0.95),
-    bench.ratio('real_put_vs_dog_write', STORE_PUT, DOG_WRITE, op='>=',
-                bound=1.5),
-    bench.ratio('real_put_client_cpu_s_per_gib', STORE_PUT,
-                key='cpu_s_gib'),
-    bench.ratio('real_put_rss_growth_mib', STORE_PUT,
-                key='rss_growth_mib', op='<=', bound=64),
-    bench.ratio('real_put_vs_dog_write_3node', STORE_PUT_3, DOG_WRITE_3),
-    bench.ratio('real_put_client_cpu_s_per_gib_3node', STORE_PUT_3,
-                key='cpu_s_gib'),
-    bench.ratio('real_put_sha512_vs_dog_write', STORE_PUT_SHA512, DOG_WRITE,
-                op='>=', bound=1.2),
-    bench.ratio('real_put_sha512_client_cpu_s_per_gib', STORE_PUT_SHA512,
-                key='cpu_s_gib'),
-    bench.ratio('real_put_sha512_vs_dog_write_3node', STORE_PUT_SHA512_3,
-                DOG_WRITE_3),
-    bench.ratio('real_put_sha512_client_cpu_s_per_gib_3node',
-                STORE_PUT_SHA512_3, key='cpu_s_gib'),
-    bench.ratio('real_api_get_vs_pike_py27', API_PLUGIN, API_PIKE, op='>=',
-                bound=5),
+    runner.ratio('real_put_vs_dog_write', STORE_PUT, DOG_WRITE, op='>=',
+                 bound=0.9),
+    runner.ratio('real_api_get_vs_pike_py27', API_PLUGIN, API_PIKE, op='>=',
+                 bound=5),
     _vs('real_get_single_vs_ceiling_hot_3node', THREE, 'single', 'hot'),
     _vs('real_get_single_vs_ceiling_cold_3node', THREE, 'single', 'cold'),
     _vs('real_get_default_vs_single_hot_3node', THREE, 'default', 'hot'),
@@ -165,12 +135,12 @@ RATIOS = (
     _vs('native_vs_ceiling_cold_1node', ONE, 'native', 'cold', 2.0),
     _vs('native_vs_ceiling_hot_3node', THREE, 'native', 'hot', 2.0),
     _vs('native_vs_ceiling_cold_3node', THREE, 'native', 'cold', 2.0),
-    bench.ratio('native_concurrent16_vs_ceiling', MANY_NATIVE,
-                ONE['ceiling', 'hot'], op='>=', bound=1.0),
-    bench.ratio('native_concurrent16_rss_growth_mib', MANY_NATIVE,
-                key='rss_growth_mib', op='<=', bound=16 * 16),
-    bench.ratio('native_api_get_vs_dog_py27', API_NATIVE, API_PLUGIN,
-                op='>=', bound=1.0),
+    runner.ratio('native_concurrent16_vs_ceiling', MANY_NATIVE,
+                 ONE['ceiling', 'hot'], op='>=', bound=1.0),
+    runner.ratio('native_concurrent16_rss_growth_mib', MANY_NATIVE,
+                 key='rss_growth_mib', op='<=', bound=16 * 16),
+    runner.ratio('native_api_get_vs_dog_py27', API_NATIVE, API_PLUGIN,
+                 op='>=', bound=1.0),
 )
 
 
@@ -180,7 +150,7 @@ def add_arguments(parser):
     group.add_argument('--real-cluster', metavar='ADDR:PORT',
                        help='measure this existing cluster instead of '
                             'starting local ones; only VDIs named %s* are '
-                            'made there, and deleted' % PREFIX.rsplit(
+                            'made there, and deleted' % clusters.PREFIX.rsplit(
                                 '-', 2)[0])
     group.add_argument('--real-dog', metavar='PATH',
                        help='the dog of --real-cluster (default: dog on '
@@ -192,136 +162,11 @@ def add_arguments(parser):
                        help='skip the 3-node cluster\'s rows')
 
 
-def client_option():
-    """The tree's option that chooses the native reader, or None.
-
-    ``sheepdog_store_client`` (native by default) replaced
-    ``sheepdog_store_reader`` (dog by default).
-    """
-    from glance_store_fastsheep import opts
-    names = set(opt.dest for opt in opts.SHEEPDOG_OPTS)
-    for name in ('sheepdog_store_client', 'sheepdog_store_reader'):
-        if name in names:
-            return name
-    return None
-
-
 def reader_option():
-    """Whether the tree under test has a native reader to choose."""
-    return client_option() is not None
-
-
-def can_drop_caches():
-    return os.access('/proc/sys/vm/drop_caches', os.W_OK)
-
-
-def available(args, report):
-    """Whether there is a cluster to measure; if not, say so."""
-    from fastpath_integration.harness import sheepdog
-    if args.real_cluster or sheepdog.available():
-        return True
-    sys.stderr.write('bench: %s\n' % NOT_RUN)
-    report.note(NOT_RUN)
-    return False
-
-
-class Source(object):
-    """A temporary directory holding the size seeded random source bytes."""
-
-    def __init__(self, size):
-        import tempfile
-        self.root = tempfile.mkdtemp(prefix='bench-real-')
-        self.size = size
-        self.path = os.path.join(self.root, 'source.img')
-        self.sha256 = bench.write_random_file(self.path, size)
-
-    def close(self):
-        import shutil
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
-class Cluster(object):
-    """A real cluster holding the source as a VDI, for one section.
-
-    Started here by the harness's ``SheepdogCluster`` (a private mount
-    namespace; stopped by ``close()``), or the operator's
-    (``--real-cluster``). Either way every VDI made on it is named
-    ``PREFIX...`` (the workers' uploads too) and ``close()`` deletes every
-    such VDI, whatever failed before.
-    """
-
-    def __init__(self, args, source, nodes=1, copies=1):
-        import shutil
-        self.fixture, self.made = None, False
-        if args.real_cluster:
-            address, port = args.real_cluster.rsplit(':', 1)
-            dog = args.real_dog or shutil.which('dog') or 'dog'
-            bin_dir, self.where = os.path.dirname(dog), 'cluster %s' % (
-                args.real_cluster)
-        else:
-            from fastpath_integration.harness import sheepdog
-            self.fixture = sheepdog.SheepdogCluster(nodes, copies)
-            self.fixture.setUp()  # it cleans up after itself if it fails
-            address, port = self.fixture.address, self.fixture.port
-            dog, bin_dir = self.fixture.dog_path, self.fixture.bin_dir
-            self.where = '%d node%s' % (nodes, 's' if nodes > 1 else '')
-        # What the harness's Glance fixture reads of a cluster.
-        self.address, self.port, self.dog_path, self.bin_dir = (
-            address, int(port), dog, bin_dir)
-        self.params = {'dog': dog, 'address': address, 'port': int(port),
-                       'name': PREFIX + 'source', 'source': source.path,
-                       'size': source.size, 'sha256': source.sha256,
-                       'vdi_prefix': PREFIX, 'sheep_pids': (
-                           # an operator's cluster: its sheep are not ours
-                           self.fixture and self.fixture.processes())}
-        # Pike's driver runs a bare collie from PATH.
-        self.env = {'PATH': bin_dir + os.pathsep + os.environ['PATH']}
-        try:
-            self.vdi(self.params['name'], source)
-        except BaseException:
-            self.close()
-            raise
-
-    def dog(self, *argv, **kwargs):
-        return subprocess.check_output(
-            [self.params['dog']] + list(argv) + [
-                '-a', self.params['address'], '-p',
-                str(self.params['port'])], **kwargs)
-
-    def vdi(self, name, source, size=None):
-        """A VDI named name (PREFIX first) of the source's first bytes."""
-        assert name.startswith(PREFIX)
-        size = size or source.size
-        self.made = True
-        self.dog('vdi', 'create', name, str(size))
-        with open(source.path, 'rb') as src:
-            self.dog('vdi', 'write', name, '0', str(size), stdin=src)
-        return dict(self.params, name=name, size=size, sha256=(
-            source.sha256 if size == source.size else
-            _sha256(source.path, size)))
-
-    def ours(self):
-        """Names of the VDIs of this run (``dog vdi list -r``: ``= NAME``)."""
-        names = set()
-        for line in self.dog('vdi', 'list', '-r').decode().splitlines():
-            fields = line.split(' ')
-            if len(fields) > 1 and fields[1].startswith(PREFIX):
-                names.add(fields[1])
-        return sorted(names)
-
-    def close(self):
-        try:
-            if self.made or self.fixture is None:
-                for name in self.ours():
-                    self.dog('vdi', 'delete', name)
-        finally:
-            if self.fixture is not None:
-                self.fixture.cleanUp()
-
-
-def _sha256(path, size):
-    import sheepdog_bench
-    return sheepdog_bench._sha256(path, size)
+    """Whether the tree under test has ``sheepdog_store_reader``."""
+    from glance_store_fastsheep import opts
+    return any(opt.dest == 'sheepdog_store_reader'
+               for opt in opts.SHEEPDOG_OPTS)
 
 
 def rounds(args):
@@ -336,36 +181,32 @@ def run(args, report):
                     'sheepdog_store_reader option')
     report.vars['real_one'] = args.real_cluster and 'cluster %s' % (
         args.real_cluster) or '1 node'
-    if not available(args, report):
+    if not clusters.real_available(args, report):
         return
-    source = Source(size)
+    source = clusters.Source(size)
     try:
-        clusters = [(1, 1, ONE)]
+        sizes = [(1, 1, ONE)]
         if not (args.real_cluster or args.real_no_3node):
-            clusters.append((3, 2, THREE))
-        for nodes, copies, rows in clusters:
-            cluster = Cluster(args, source, nodes, copies)
-            try:
+            sizes.append((3, 2, THREE))
+        for nodes, copies, rows in sizes:
+            with clusters.real(args, source, nodes, copies) as cluster:
                 _gets(args, report, cluster, rows, native)
-                _puts(args, report, cluster, size, PUT_ROWS[nodes])
                 if nodes == 1:
+                    _puts(args, report, cluster)
                     _many(args, report, cluster, native)
                     _api(args, report, cluster, native)
-            finally:
-                cluster.close()
     finally:
         source.close()
     report.note('real: %d MiB image, %d alternating round(s); %s; page '
                 'cache %s' % (
                     size // MIB, rounds(args), report.vars['real_one'],
                     'dropped on this host for the cold rows'
-                    if can_drop_caches() else
+                    if clusters.can_drop_caches() else
                     'not droppable (not root): cold rows not measured'))
 
 
 def _gets(args, report, cluster, rows, native):
-    get = dict(cluster.params, kind='get', driver='fastsheep',
-               mode='eventlet', repeats=1)
+    get = cluster.get(repeats=1)
     configs = {'ceiling': dict(get, kind='ceiling', mode=None,
                                pipe_size=_pipe_size()),
                'single': dict(get, opts={
@@ -374,13 +215,12 @@ def _gets(args, report, cluster, rows, native):
                'native': dict(get, opts={'sheepdog_store_reader':
                                          'native'})}
     measured = []
-    for cache in ('hot', 'cold') if can_drop_caches() else ('hot',):
+    for cache in ('hot', 'cold') if clusters.can_drop_caches() else ('hot',):
         for config, _label in CONFIGS:
             if config != 'native' or native:
                 measured.append((rows[config, cache], dict(
                     configs[config], drop_caches=cache == 'cold')))
-    report.interleave(measured, 'sheepdog_bench:work', rounds(args),
-                      cluster.env)
+    report.interleave(measured, transfers.work, rounds(args), cluster.env)
 
 
 def _pipe_size():
@@ -388,24 +228,20 @@ def _pipe_size():
     return opts.DEFAULT_PIPE_SIZE
 
 
-def _puts(args, report, cluster, size, rows):
-    dog_row, md5_row, sha512_row = rows
-    put = dict(cluster.params, kind='put', driver='fastsheep',
-               mode='eventlet')
-    report.interleave([(dog_row, dict(put, kind='dog_write')),
-                       (md5_row, put),
-                       (sha512_row, dict(put, hashing_algo='sha512'))],
-                      'real_bench:work', rounds(args), cluster.env)
+def _puts(args, report, cluster):
+    put = cluster.get(kind='put')
+    report.interleave([(DOG_WRITE, dict(put, kind='dog_write')),
+                       (STORE_PUT, put)], transfers.work, rounds(args),
+                      cluster.env)
 
 
 def _many(args, report, cluster, native):
-    many = dict(cluster.params, kind='get', driver='fastsheep',
-                mode='eventlet', count=16)
+    many = cluster.get(count=16)
     measured = [(MANY_DOG, dict(many, opts={}))]
     if native:
         measured.append((MANY_NATIVE, dict(many, opts={
             'sheepdog_store_reader': 'native'})))
-    report.interleave(measured, 'concurrent_bench:work', rounds(args),
+    report.interleave(measured, transfers.concurrent, rounds(args),
                       cluster.env)
 
 
@@ -423,7 +259,6 @@ def _api(args, report, cluster, native):
 
     from fastpath_integration.harness import glance
     from fastpath_integration.harness import pike_sources
-    import services_bench
 
     class PikeGlance(glance.Glance):
         """Pike glance-api with ``sheepdog_store_reader`` set as asked."""
@@ -434,21 +269,15 @@ def _api(args, report, cluster, native):
 
         def _configure_pike(self, *args):
             extra = super(PikeGlance, self)._configure_pike(*args)
-            option = client_option()
-            # With sheepdog_store_client the default is native: the
-            # rows meant for dog name it.
-            reader = self.reader or (
-                'dog' if option == 'sheepdog_store_client' else None)
-            if self.store == 'fastsheep' and reader:
+            if self.reader:
                 parser = configparser.ConfigParser(interpolation=None)
                 parser.read(self.conf)
-                parser.set('glance_store', option, reader)
+                parser.set('glance_store', 'sheepdog_store_reader',
+                           self.reader)
                 with open(self.conf, 'w') as conf:
                     parser.write(conf)
             return extra
 
-    section = services_bench._Section(args, report)
-    section._full_vdi = cluster.params['name']
     size, times, clients = cluster.params['size'], {}, {}
     rundir = tempfile.mkdtemp(prefix='fastpath-bench-')
     os.chmod(rundir, 0o755)
@@ -466,19 +295,21 @@ def _api(args, report, cluster, native):
                     rundir, row.name, sheepdog=cluster, release='pike',
                     server='eventlet', store=store, reader=reader))
                 urls[row] = api, '%s/v2/images/%s/file' % (
-                    api.url, section._full_image_for(None, api, cluster))
-                section._check_sha(urls[row][1], cluster.params['sha256'])
+                    api.url, glance_api.image_at(api, cluster,
+                                                 cluster.params['name']))
+                glance_api.check_sha(urls[row][1], cluster.params['sha256'])
             for number in range(rounds(args)):
                 for row, _store, _reader in (configs if number % 2 == 0
                                              else configs[::-1]):
-                    got = int(section._curl_row(row, urls[row][0], size, [
+                    got, metrics = glance_api.curl(urls[row][0], size, [
                         '-o', '/dev/null', '-w', '%{size_download}',
-                        urls[row][1]]))
-                    if got != size:
-                        raise RuntimeError('%s: %d bytes, not %d' % (
+                        urls[row][1]])
+                    report.add(row, **metrics)
+                    if int(got) != size:
+                        raise RuntimeError('%s: %s bytes, not %d' % (
                             row.name, got, size))
                     times.setdefault(row, []).append(
-                        size / report.rows[row.name]['mb_s'] / 1e6)
+                        size / metrics['mb_s'] / 1e6)
             many = [(count, reader, urls[API_NATIVE if reader == 'native'
                                          else API_PLUGIN])
                     for count, reader in sorted(API_CLIENTS)
@@ -502,9 +333,9 @@ def _api(args, report, cluster, native):
         shutil.rmtree(rundir, ignore_errors=True)
     for row, values in times.items():
         report.add(row, times_s=[round(t, 3) for t in values],
-                   mb_s=round(size / worker.median(values) / 1e6, 1))
+                   mb_s=round(size / workers.median(values) / 1e6, 1))
     for row, result in clients.items():
-        result['mb_s'] = round(result['size'] / worker.median(
+        result['mb_s'] = round(result['size'] / workers.median(
             result['times_s']) / 1e6, 1)
         report.add(row, **result)
 
@@ -519,8 +350,7 @@ def _clients(api, url, size, count):
     import time
 
     from fastpath_integration.harness import host
-    import services_bench
-    cmd = services_bench.curl_command() + [
+    cmd = glance_api.curl_command() + [
         '-o', '/dev/null', '-w', '%{size_download}']
 
     def sample():
@@ -531,13 +361,13 @@ def _clients(api, url, size, count):
                     if comm.read().strip() in ('dog', 'collie'):
                         dogs += 1
                         continue
-                rss += worker.vm_hwm_mib(pid, 'VmRSS')
+                rss += workers.vm_hwm_mib(pid, 'VmRSS')
             except (IOError, OSError):  # it ended meanwhile
                 continue
         return rss, dogs
     before = sample()[0]
     peak_rss, peak_dogs = before, 0
-    started = worker.monotonic()
+    started = workers.monotonic()
     curls = [subprocess.Popen(cmd + [url], stdout=subprocess.PIPE)
              for _ in range(count)]
     try:
@@ -545,7 +375,7 @@ def _clients(api, url, size, count):
             rss, dogs = sample()
             peak_rss, peak_dogs = max(peak_rss, rss), max(peak_dogs, dogs)
             time.sleep(0.05)
-        wall = worker.monotonic() - started
+        wall = workers.monotonic() - started
     finally:
         for curl in curls:
             if curl.poll() is None:
@@ -558,36 +388,3 @@ def _clients(api, url, size, count):
     return {'times_s': [round(wall, 3)], 'size': count * size,
             'size_mib': size // MIB, 'peak_children': peak_dogs,
             'rss_growth_mib': round(peak_rss - before, 1)}
-
-
-# -- worker side --------------------------------------------------------------
-
-def _dog_write_row(params):
-    """``dog vdi create`` + ``dog vdi write`` from the source file."""
-    import uuid
-
-    import sheepdog_bench
-    where = ['-a', params['address'], '-p', str(params['port'])]
-
-    def once(timed):
-        name = params['vdi_prefix'] + str(uuid.uuid4())
-        started = sheepdog_bench.worker.monotonic()
-        subprocess.check_call([params['dog'], 'vdi', 'create', name,
-                               str(params['size'])] + where)
-        with open(params['source'], 'rb') as src:
-            subprocess.check_call([params['dog'], 'vdi', 'write', name, '0',
-                                   str(params['size'])] + where, stdin=src)
-        elapsed = sheepdog_bench.worker.monotonic() - started
-        sheepdog_bench._check_and_drop(params, name, params['size'],
-                                       timed and params['sha256'])
-        return elapsed
-    result = sheepdog_bench._transfer(dict(params, mode=None), once)
-    del result['rss_growth_mib']  # dog's memory, not this process's
-    return result
-
-
-def work(params):
-    import sheepdog_bench
-    if params['kind'] == 'dog_write':
-        return _dog_write_row(params)
-    return sheepdog_bench.work(params)

@@ -9,28 +9,22 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The bench runner: every side-by-side benchmark section in one run.
+"""Rows, tables, ratios and the alternating rounds that measure them.
 
-A section is a module ``<name>_bench`` that declares its tables (``Table``
-and their rows) and its ratios (``RATIOS``, made by ``ratio``), and has
-``run(args, report)``, and optionally ``add_arguments(parser)``. This
-module runs the sections, their workers (worker.py) and writes the report;
-doc/source/bench-sheepdog.rst says how to add a section. Section modules
-are imported by workers on CPython 2.7 too, so this module's top level
-stays in the 2.7/3 common subset.
+A section declares its tables (``Table`` and their rows) and its ratios
+(``RATIOS``, made by ``ratio``); its ``run(args, report)`` measures rows
+into a ``Report``, each in a worker child (``workers.run``), the rows
+whose ratio matters in alternating rounds (``Report.interleave``). The
+workers of the ``_py27`` rows import section modules on CPython 2.7, so
+this module's top level stays in the 2.7/3 common subset.
 """
 
 import collections
-import json
 import operator
-import os
-import subprocess
 import sys
 
-import worker
+from fastpath_integration.bench import workers
 
-SECTIONS = ('sheepdog', 'readahead', 'metriccache', 'fnmatch', 'services',
-            'real', 'concurrent')
 THROUGHPUT = (('MB/s', 'mb_s'), ('size MiB', 'size_mib'),
               ('peak RSS MiB', 'peak_rss_mib'),
               ('RSS growth MiB', 'rss_growth_mib'))
@@ -137,7 +131,7 @@ def ratio(name, num, den=None, key='mb_s', op=None, bound=None):
 
 
 class Report(object):
-    """Rows, ratios and targets of one run, and how they are printed."""
+    """Rows, ratios and targets of one run (``report`` prints them)."""
 
     def __init__(self):
         self.rows = collections.OrderedDict()
@@ -150,7 +144,7 @@ class Report(object):
     def add(self, row, **metrics):
         for key in MEDIANS:
             if isinstance(metrics.get(key), list):
-                metrics[key] = round(worker.median(metrics[key]), 2)
+                metrics[key] = round(workers.median(metrics[key]), 2)
         self.rows.setdefault(row.key(self), {}).update(metrics)
 
     def failed(self, row, exc):
@@ -162,17 +156,17 @@ class Report(object):
     def note(self, text):
         self.notes.append(text)
 
-    def measure(self, row, target, params, python=None, env=None):
-        """Run one worker and record its result as ``row``."""
+    def measure(self, row, function, params, python=None, env=None):
+        """function(params) in a worker; its result recorded as ``row``."""
         try:
-            result = run_worker(target, params, python, env)
+            result = workers.run(function, params, python, env)
         except RuntimeError as exc:
             self.failed(row, exc)
             return None
         self.add(row, **result)
         return result
 
-    def interleave(self, rows, target, rounds, env=None):
+    def interleave(self, rows, function, rounds, env=None):
         """Rows whose ratio matters, measured in alternating rounds.
 
         ``rows`` is [(row, params)]; each round runs every row's worker
@@ -185,8 +179,8 @@ class Report(object):
         for number in range(rounds):
             for row, params in rows if number % 2 == 0 else rows[::-1]:
                 try:
-                    result = run_worker(target, dict(params, repeats=1),
-                                        env=env)
+                    result = workers.run(function, dict(params, repeats=1),
+                                         env=env)
                 except RuntimeError as exc:
                     return self.failed(row, exc)
                 both = merged.setdefault(row, dict(result, times_s=[], **{
@@ -200,7 +194,7 @@ class Report(object):
                         both[key] = max(both[key], result[key])
         for row, _params in rows:
             result = merged[row]
-            result['mb_s'] = round(result['size'] / worker.median(
+            result['mb_s'] = round(result['size'] / workers.median(
                 result['times_s']) / 1e6, 1)
             self.add(row, **result)
 
@@ -225,244 +219,9 @@ class Report(object):
         return {'meta': meta, 'rows': self.rows, 'ratios': self.ratios,
                 'targets': self.targets, 'notes': self.notes}
 
-    def render(self, fmt):
-        """Every table with rows in this run, then the ratios, as fmt."""
-        out = []
-        for table in self.tables:
-            cells = []
-            for row in table.rows:
-                metrics = self.rows.get(row.key(self))
-                if metrics is None:
-                    continue
-                values = [metrics.get(row.prefix + key)
-                          for _heading, key in table.columns]
-                if 'status' in metrics:
-                    values = [metrics['status']] + [None] * (len(values) - 1)
-                vs = table.vs(row, self) if row.vs else None
-                cells.append([row.label.format(**self.vars)] + values +
-                             [vs and '%sx' % _fmt(vs)])
-            if cells:
-                out.append(_render(fmt, table.title, table.what, ['row'] + [
-                    h for h, _key in table.columns] + ['vs'], cells))
-        cells = []
-        for name, value in self.ratios.items():
-            target = self.targets.get(name)
-            cells.append([name, value, target and '%s %s %s' % (
-                target['op'], _fmt(target['bound']),
-                'met' if target['met'] else 'MISSED')])
-        out.append(_render(fmt, 'Ratios and targets', 'Every ratio is '
-                           'taken from rows measured in this run.',
-                           ['ratio', 'value', 'target'], cells))
-        return '\n'.join(out)
-
-
-def _fmt(value):
-    if value is None:
-        return '-'
-    if isinstance(value, float):
-        return '%.3g' % value if abs(value) < 100 else '%.0f' % value
-    return str(value)
-
-
-def _render(fmt, title, what, headings, cells):
-    body = [[_fmt(c) for c in line] for line in cells]
-    # Columns no row of this run has are dropped.
-    keep = [i for i in range(len(headings))
-            if i == 0 or any(line[i] != '-' for line in body)]
-    rows = [[line[i] for i in keep] for line in [headings] + body]
-    if fmt == 'rst':
-        lines = [title, '-' * len(title), '', what, '', '.. list-table::',
-                 '   :header-rows: 1', '']
-        for line in rows:
-            # A literal keeps "dog | dd" and "*" from being read as markup.
-            line = ['``%s``' % c if any(x in c for x in '|*`_') else c
-                    for c in line]
-            lines += ['   * - ' + line[0]] + [
-                ('     - ' + c).rstrip() for c in line[1:]]
-        return '\n'.join(lines) + '\n'
-    if fmt == 'markdown':
-        lines = ['### ' + title, '', what, '']
-        lines += ['| %s |' % ' | '.join(c.replace('|', '\\|') for c in line)
-                  for line in rows]
-        lines.insert(5, '|---' + '|--:' * (len(rows[0]) - 1) + '|')
-        return '\n'.join(lines) + '\n'
-    widths = [max(len(line[i]) for line in rows) for i in range(len(keep))]
-    return '\n'.join(['== %s ==' % title, what] + [
-        '  '.join([line[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(line[1:], widths[1:])]).rstrip()
-        for line in rows]) + '\n'
-
-
-def run_worker(target, params, python=None, env=None, timeout=1800):
-    """Run ``worker.py MODULE:FUNCTION`` with params; return its result.
-
-    ``python`` is another interpreter (the Pike 2.7 venv's); the worker
-    puts this tree on its path, so the tree under test is what runs. A
-    worker that fails raises RuntimeError with its stderr's tail.
-    """
-    child_env = dict(os.environ, **(env or {}))
-    if python:
-        child_env.pop('VIRTUAL_ENV', None)
-    proc = subprocess.run(
-        [python or sys.executable, os.path.join(worker.HERE, 'worker.py'),
-         target], input=json.dumps(params).encode(), env=child_env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
-    if proc.returncode:
-        raise RuntimeError('worker %s failed (exit %d):\n%s' % (
-            target, proc.returncode,
-            proc.stderr.decode('utf-8', 'replace')[-3000:]))
-    return json.loads(proc.stdout.decode().strip().splitlines()[-1])
-
-
-def pike27_python():
-    """CPython 2.7 of the cached pike27-bench venv, with Pike's pins."""
-    sys.path.insert(0, worker.TOPDIR)
-    from fastpath_integration.harness import venvs
-    return os.path.join(venvs.ensure_venv('pike27-bench'), 'bin', 'python')
-
 
 def parse_size(text):
     """'1G', '256M', '4096' (sheepdog CLI suffixes) in bytes."""
     text = text.strip().upper().rstrip('B') or '0'
     suffix = text[-1] if text[-1] in _SUFFIXES else ''
     return int(float(text[:len(text) - len(suffix)]) * _SUFFIXES[suffix])
-
-
-def write_random_file(path, size):
-    """size seeded pseudo-random bytes, incompressible; their sha256."""
-    import hashlib
-    import random
-    rng = random.Random(20171110)
-    digest = hashlib.sha256()
-    with open(path, 'wb') as dst:
-        while size:
-            block = rng.randbytes(min(size, 16 << 20))
-            dst.write(block)
-            digest.update(block)
-            size -= len(block)
-    return digest.hexdigest()
-
-
-def write_report(report, meta, directory):
-    """DIR/report.md, DIR/report.rst and one PNG per charted table."""
-    os.makedirs(directory, exist_ok=True)
-    header = 'Python %s, %s CPUs; quick: %s; wall %s s.' % (
-        meta['python'], meta['cpus'], meta['quick'], meta['wall_s'])
-    images = [(t.title, _chart(report, t, meta, directory))
-              for t in report.tables if t.chart]
-    title = 'Bench run of %s' % meta['started']
-    with open(os.path.join(directory, 'report.md'), 'w') as out:
-        out.write('# %s\n\n%s\n\n%s' % (title, header,
-                                        report.render('markdown')))
-        out.writelines('\n![%s](%s)\n' % (t, os.path.basename(p))
-                       for t, p in images if p)
-        out.writelines('\n- %s' % text for text in report.notes)
-    with open(os.path.join(directory, 'report.rst'), 'w') as out:
-        out.write('%s\n%s\n\n%s Written by ``tox -e bench -- --report '
-                  'DIR``.\n\n%s' % (title, '=' * len(title), header,
-                                    report.render('rst')))
-        # Notes are free text: a literal block, read as no markup.
-        out.write('\nNotes::\n\n' + ''.join(
-            '    %s\n' % text for text in report.notes))
-    return [p for _t, p in images if p] + [
-        os.path.join(directory, 'report.%s' % ext) for ext in ('md', 'rst')]
-
-
-def _chart(report, table, meta, directory):
-    import matplotlib
-    matplotlib.use('Agg')
-    from matplotlib import pyplot
-    heading, key = table.columns[0]
-    bars = []
-    for row in table.rows:
-        try:
-            bars.append((row.label.format(**report.vars),
-                         row.metric(report, key)))
-        except Missing:
-            continue
-    if not bars:
-        return None
-    figure, axes = pyplot.subplots(figsize=(8, 0.5 * len(bars) + 1.5))
-    drawn = axes.barh(range(len(bars)), [v for _l, v in bars],
-                      color='#3572a5')
-    axes.set_yticks(range(len(bars)))
-    axes.set_yticklabels([label for label, _v in bars])
-    axes.invert_yaxis()
-    if table.log_scale:
-        axes.set_xscale('log')
-    axes.set_xlabel(heading)
-    axes.set_title(table.title, fontsize=10)
-    figure.text(0.99, 0.01, 'bench run %s' % meta['started'], fontsize=7,
-                ha='right', va='bottom', color='#666666')
-    for bar, (_label, value) in zip(drawn, bars):
-        axes.text(bar.get_width(), bar.get_y() + bar.get_height() / 2,
-                  ' ' + _fmt(value), va='center', fontsize=8)
-    figure.tight_layout()
-    path = os.path.join(directory, table.chart + '.png')
-    figure.savefig(path, dpi=100)
-    pyplot.close(figure)
-    return path
-
-
-def main(argv=None):
-    import argparse
-    import importlib
-    import platform
-    import time
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--json', metavar='FILE',
-                        help='also write rows, ratios and targets as JSON')
-    parser.add_argument('--report', metavar='DIR',
-                        help='also write the tables as DIR/report.md and '
-                             'report.rst, and each table\'s chart as PNG')
-    parser.add_argument('--size', default='1G',
-                        help='image size for transfer rows (default 1G)')
-    parser.add_argument('--quick', action='store_true',
-                        help='small sizes and few repeats')
-    parser.add_argument('--only', default='', help='comma-separated '
-                        'sections: %s' % ', '.join(SECTIONS))
-    parser.add_argument('--strict', action='store_true',
-                        help='exit 1 when a ratio misses its target')
-    modules = [importlib.import_module(name + '_bench') for name in SECTIONS]
-    for module in modules:
-        getattr(module, 'add_arguments', lambda parser: None)(parser)
-    args = parser.parse_args(argv)
-    args.size_bytes = parse_size(args.size)
-    wanted = set(filter(None, args.only.split(','))) or set(SECTIONS)
-    if wanted - set(SECTIONS):
-        parser.error('unknown section(s): %s'
-                     % ', '.join(sorted(wanted - set(SECTIONS))))
-    report = Report()
-    started = time.time()
-    for name, module in zip(SECTIONS, modules):
-        if name not in wanted:
-            continue
-        sys.stderr.write('bench: running %s\n' % name)
-        report.tables += [v for v in vars(module).values()
-                          if isinstance(v, Table)]
-        try:
-            module.run(args, report)
-        finally:
-            report.evaluate(module.RATIOS, args)
-    meta = {'python': platform.python_version(), 'cpus': os.cpu_count(),
-            'machine': platform.machine(), 'size_bytes': args.size_bytes,
-            'quick': args.quick, 'wall_s': round(time.time() - started, 1),
-            'started': time.strftime('%Y-%m-%dT%H:%M:%SZ',
-                                     time.gmtime(started))}
-    sys.stdout.write('\n' + report.render('text') + ''.join(
-        'note: %s\n' % text for text in report.notes))
-    if args.json:
-        with open(args.json, 'w') as out:
-            json.dump(report.as_dict(meta), out, indent=2, sort_keys=True)
-    if args.report:
-        for path in write_report(report, meta, args.report):
-            sys.stderr.write('bench: wrote %s\n' % path)
-    missed = report.missed()
-    if missed:
-        sys.stderr.write('bench: targets missed: %s\n' % ', '.join(missed))
-    return 1 if missed and args.strict else 0
-
-
-if __name__ == '__main__':
-    import bench  # one module object: the sections import it by name
-    sys.exit(bench.main())

@@ -18,22 +18,20 @@ gnocchi, all started by the integration harness's fixtures; rows and
 methods: doc/source/bench-sheepdog.rst.
 """
 
-import hashlib
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 
-import bench
-import worker
+from fastpath_integration.bench import clusters
+from fastpath_integration.bench import glance_api
+from fastpath_integration.bench import runner
+from fastpath_integration.bench import transfers
+from fastpath_integration.bench import workers
 
-sys.path.insert(0, worker.TOPDIR)
-
-MB = 1e6
 MIB = 1 << 20
 PUT_INTREE_MAX = 256 * MIB
 GLANCE_CONFIGS = (('pike', 'sheepdog'), ('patched', 'patched'),
@@ -54,7 +52,7 @@ IGNORED_WILDCARD = ('  - resource_type: generic\n'
 
 
 def _api(verb, key, what, chart):
-    table = bench.Table(
+    table = runner.Table(
         '%s through Pike glance-api (CPython 2.7)' % verb.title(), what,
         (('MB/s', 'mb_s'), ('glance-api CPU s', 'cpu_s'),
          ('peak RSS MiB', 'peak_rss_mib'), ('bytes', 'size')), 'mb_s',
@@ -78,7 +76,7 @@ API_PUT, PUTS = _api(
     'Upload', 'put', 'The same image uploaded through the v2 API; glance '
     'hashes it (md5 without OpenSSL on this 2.7); vs: MB/s over the '
     'in-tree driver\'s.', 'api_upload_mb_s')
-AGENT = bench.Table(
+AGENT = runner.Table(
     'Notification agent CPU for one burst', 'CPU seconds of '
     'ceilometer-agent-notification from the first sample until every '
     'measure is in gnocchi (real RabbitMQ and gnocchi); vs: stock CPU over '
@@ -99,19 +97,19 @@ AGENTS['plugin_current'] = AGENT.row(
     'agent_cpu_plugin_current', 'current ceilometer, gnocchi-metriccache://',
     AGENTS['stock_current'])
 RATIOS = (
-    bench.ratio('api_get_vs_pike_py27', GETS['plugin'], GETS['pike'],
-                op='>=', bound=5),
-    bench.ratio('api_get_patched_vs_pike_py27', GETS['patched'],
-                GETS['pike'], op='>=', bound=4),
-    bench.ratio('api_put_vs_pike_py27', PUTS['plugin'], PUTS['pike'],
-                op='>=', bound=10),
-    bench.ratio('api_get_plugin_vs_ceiling_py27', GETS['plugin'], CEILING),
-    bench.ratio('agent_cpu_pike_vs_plugin_py27', AGENTS['pike_py27'],
-                AGENTS['plugin_py27'], 'cpu_s', '>=', 5),
-    bench.ratio('agent_cpu_pike_vs_patched_py27', AGENTS['pike_py27'],
-                AGENTS['patched_py27'], 'cpu_s', '>=', 4),
-    bench.ratio('agent_cpu_stock_vs_plugin_current',
-                AGENTS['stock_current'], AGENTS['plugin_current'], 'cpu_s'),
+    runner.ratio('api_get_vs_pike_py27', GETS['plugin'], GETS['pike'],
+                 op='>=', bound=5),
+    runner.ratio('api_get_patched_vs_pike_py27', GETS['patched'],
+                 GETS['pike'], op='>=', bound=4),
+    runner.ratio('api_put_vs_pike_py27', PUTS['plugin'], PUTS['pike'],
+                 op='>=', bound=10),
+    runner.ratio('api_get_plugin_vs_ceiling_py27', GETS['plugin'], CEILING),
+    runner.ratio('agent_cpu_pike_vs_plugin_py27', AGENTS['pike_py27'],
+                 AGENTS['plugin_py27'], 'cpu_s', '>=', 5),
+    runner.ratio('agent_cpu_pike_vs_patched_py27', AGENTS['pike_py27'],
+                 AGENTS['patched_py27'], 'cpu_s', '>=', 4),
+    runner.ratio('agent_cpu_stock_vs_plugin_current',
+                 AGENTS['stock_current'], AGENTS['plugin_current'], 'cpu_s'),
 )
 
 
@@ -121,27 +119,7 @@ def add_arguments(parser):
                         '10000; 2000 with --quick)')
 
 
-def _tree_peak_rss_mib(pid):
-    from fastpath_integration.harness import host
-    peak = 0.0
-    for child in host.process_tree(pid):
-        try:
-            peak = max(peak, worker.vm_hwm_mib(child))
-        except (IOError, OSError):  # it ended meanwhile
-            continue
-    return round(peak, 1)
-
-
-def curl_command():
-    """curl, failing on HTTP errors, with the harness's admin headers."""
-    from fastpath_integration.harness import glance as harness_glance
-    cmd = ['curl', '-sS', '-f', '-H', 'Expect:']
-    for key, value in harness_glance.ADMIN_HEADERS.items():
-        cmd += ['-H', '%s: %s' % (key, value)]
-    return cmd
-
-
-class _Section(object):
+class Section(object):
 
     name = 'services'
 
@@ -172,30 +150,12 @@ class _Section(object):
 
     def _curl_row(self, row, glance, size, args):
         """One curl against glance: MB/s, glance-api's CPU and peak RSS."""
-        from fastpath_integration.harness import processes
-        cmd = curl_command()
-        cpu = processes.cpu_seconds(glance.pid)
-        start = time.monotonic()
-        out = subprocess.run(cmd + args, check=True, capture_output=True,
-                             text=True).stdout
-        wall = time.monotonic() - start
-        self._row(row, mb_s=round(size / wall / MB, 1), size=size,
-                  cpu_s=round(processes.cpu_seconds(glance.pid) - cpu, 2),
-                  peak_rss_mib=_tree_peak_rss_mib(glance.pid))
+        out, metrics = glance_api.curl(glance, size, args)
+        self._row(row, **metrics)
         return out
 
-    def _create_image(self, url):
-        from fastpath_integration.harness import glance as harness_glance
-        import requests
-        resp = requests.post(url + '/v2/images', json={
-            'name': 'bench-%s' % uuid.uuid4().hex[:8],
-            'disk_format': 'raw', 'container_format': 'bare'},
-            headers=harness_glance.ADMIN_HEADERS, timeout=60)
-        resp.raise_for_status()
-        return resp.json()['id']
-
     def _put(self, cfg, glance, path, size):
-        image = self._create_image(glance.url)
+        image = glance_api.create_image(glance.url)
         self._curl_row(PUTS[cfg], glance, size, [
             '-X', 'PUT', '-H', 'Content-Type: application/octet-stream',
             '-T', path, '%s/v2/images/%s/file' % (glance.url, image)])
@@ -208,33 +168,17 @@ class _Section(object):
         if got != size:
             raise RuntimeError('%s: %d bytes downloaded, %d stored'
                                % (cfg, got, size))
-        self._check_sha(url, sha256)
-
-    def _check_sha(self, url, sha256):
-        from fastpath_integration.harness import glance as harness_glance
-        import requests
-        digest = hashlib.sha256()
-        with requests.get(url, headers=harness_glance.ADMIN_HEADERS,
-                          stream=True, timeout=600) as resp:
-            resp.raise_for_status()
-            for block in resp.iter_content(MIB):
-                digest.update(block)
-        if digest.hexdigest() != sha256:
-            raise RuntimeError('%s: sha256 differs from the source' % url)
+        glance_api.check_sha(url, sha256)
 
     def _ceiling(self, emulator, vdi, size):
         """The sheepdog section's ``dog vdi read | dd``, on this VDI."""
-        self._row(CEILING, **bench.run_worker('sheepdog_bench:work', {
-            'kind': 'ceiling', 'dog': emulator.dog_path,
-            'address': emulator.address, 'port': int(emulator.port),
-            'name': vdi,
-            'size': size, 'repeats': 1}))
+        self._row(CEILING, **workers.run(transfers.work, dict(
+            emulator.params, kind='ceiling', name=vdi, size=size,
+            repeats=1)))
 
     def glance_rows(self, stack, rundir, emulator):
         from fastpath_integration.harness import glance as harness_glance
-        source = os.path.join(rundir, 'image.raw')
-        self._progress('writing a %d MiB source image', self.size // MIB)
-        sha = bench.write_random_file(source, self.size)
+        source, sha = emulator.source.path, emulator.source.sha256()
         small = os.path.join(rundir, 'image-intree.raw')
         small_size = min(self.size, PUT_INTREE_MAX)
         with open(source, 'rb') as src, open(small, 'wb') as dst:
@@ -250,54 +194,14 @@ class _Section(object):
                 image = self._put(cfg, glance, path, size)
                 if size != self.size:
                     # The download row streams the full size from every
-                    # configuration: the plugin stores it for the others.
-                    image = self._full_image_for(cfg, glance, emulator)
+                    # configuration: the source VDI, as a location.
+                    image = glance_api.image_at(glance, emulator,
+                                                emulator.params['name'])
                 self._get(cfg, glance, image, self.size, sha)
                 if cfg == 'plugin':
                     self._ceiling(emulator, image, self.size)
             except Exception as exc:  # noqa: one row, not the section
                 self._failed(GETS[cfg], exc)
-
-    def _full_image_for(self, cfg, glance, emulator):
-        """A full-size image of ``glance`` whose VDI the plugin wrote.
-
-        The in-tree upload at ~10 MB/s would take minutes for 1 GiB; the
-        bytes (and the location format) are the same either way.
-        """
-        from fastpath_integration.harness import glance as harness_glance
-        import json
-        import requests
-        vdi = self._ensure_full_vdi(emulator)
-        image = self._create_image(glance.url)
-        resp = requests.patch(
-            glance.url + '/v2/images/' + image,
-            data=json.dumps([{'op': 'add', 'path': '/locations/-', 'value': {
-                'url': 'sheepdog://%s:%s:%s' % (
-                    emulator.address, emulator.port, vdi),
-                'metadata': {}}}]),
-            headers=dict(harness_glance.ADMIN_HEADERS, **{
-                'Content-Type':
-                'application/openstack-images-v2.1-json-patch'}),
-            timeout=120)
-        resp.raise_for_status()
-        return image
-
-    def _ensure_full_vdi(self, emulator):
-        """A VDI holding the full source, written with the dog CLI."""
-        if getattr(self, '_full_vdi', None):
-            return self._full_vdi
-        vdi = 'bench-full-%s' % uuid.uuid4().hex[:8]
-        dog = emulator.dog_path
-        where = ['-a', emulator.address, '-p', str(emulator.port)]
-        subprocess.run([dog, 'vdi', 'create'] + where + [vdi,
-                                                         str(self.size)],
-                       check=True, capture_output=True)
-        with open(os.path.join(self.rundir, 'image.raw'), 'rb') as src:
-            subprocess.run([dog, 'vdi', 'write'] + where + [
-                vdi, '0', str(self.size)], stdin=src, check=True,
-                capture_output=True)
-        self._full_vdi = vdi
-        return vdi
 
     # -- ceilometer ------------------------------------------------------
 
@@ -355,7 +259,7 @@ class _Section(object):
                   samples=notifications * per,
                   resources=delivered[0], metrics=delivered[1],
                   gnocchi_writes=writes,
-                  peak_rss_mib=_tree_peak_rss_mib(pid))
+                  peak_rss_mib=glance_api.tree_peak_rss_mib(pid))
 
     def _gnocchi_writes(self):
         """POST/PATCH requests gnocchi-api has logged so far.
@@ -452,8 +356,11 @@ class _Section(object):
                                 ceilometer.VENVS['pike']):
                     venvs.ensure_venv(service)
                 harness_stack.install_project(rundir)
-                emulator = stack.useFixture(
-                    infrastructure.SheepdogEmulator(rundir))
+                self._progress('writing a %d MiB source image',
+                               self.size // MIB)
+                emulator = clusters.Emulated(self.args, self.size)
+                emulator.start()
+                stack.addCleanup(emulator.stop)
                 self.glance_rows(stack, rundir, emulator)
                 pg = stack.useFixture(infrastructure.PostgreSQL(
                     rundir, databases=('gnocchi',)))
@@ -473,4 +380,4 @@ class _Section(object):
 
 
 def run(args, report):
-    _Section(args, report).run()
+    Section(args, report).run()

@@ -9,24 +9,27 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The child side of the bench's one worker protocol.
+"""The bench's one worker protocol: the launcher and the child side.
 
-``python worker.py MODULE:FUNCTION`` reads the function's parameters as
-one JSON object on stdin and prints its result, a JSON object, as the last
-line of stdout, with the process's peak RSS added. Each row runs in a
-child of its own so that its peak RSS and its eventlet monkey-patching
-(``"mode": "eventlet"`` patches before anything else is imported) are its
-own. It runs on the bench's Python 3 and on Pike's CPython 2.7, so this
-module stays in the 2.7/3 common subset, as do the helpers below that the
-workers share.
+``run(function, params)`` starts ``python -m
+fastpath_integration.bench.workers MODULE:FUNCTION``, which reads the
+function's parameters as one JSON object on stdin and prints its result,
+a JSON object, as the last line of stdout, with the process's peak RSS
+added. Each row runs in a child of its own so that its peak RSS and its
+eventlet monkey-patching (``"mode": "eventlet"`` patches before anything
+else is imported) are its own. The child runs on the bench's Python 3 and
+on Pike's CPython 2.7 (the pike27-bench venv, which holds none of the
+project's packages: ``run`` puts the tree under test on PYTHONPATH), so
+this module stays in the 2.7/3 common subset, as do the helpers below
+that the workers share.
 """
 
 import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOPDIR = os.path.dirname(os.path.dirname(HERE))
+TOPDIR = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 MIB = float(1 << 20)
 
 
@@ -87,14 +90,44 @@ def monotonic():
         return clock.monotonic()
 
 
+def run(function, params, python=None, env=None, timeout=1800):
+    """function(params) in a worker child; its result.
+
+    ``python`` is another interpreter (the Pike 2.7 venv's). The tree
+    under test comes first on the child's PYTHONPATH, on either, so that
+    it is what runs. A worker that fails raises RuntimeError with its
+    stderr's tail. The launcher's side: Python 3 only.
+    """
+    import subprocess  # not at the top: the child patches it first
+    child_env = dict(os.environ, **(env or {}))
+    if python:
+        child_env.pop('VIRTUAL_ENV', None)
+    child_env['PYTHONPATH'] = os.pathsep.join(
+        [TOPDIR] + [p for p in [child_env.get('PYTHONPATH')] if p])
+    target = '%s:%s' % (function.__module__, function.__name__)
+    proc = subprocess.run(
+        [python or sys.executable, '-m', 'fastpath_integration.bench.workers',
+         target],
+        input=json.dumps(params).encode(), env=child_env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    if proc.returncode:
+        raise RuntimeError('worker %s failed (exit %d):\n%s' % (
+            target, proc.returncode,
+            proc.stderr.decode('utf-8', 'replace')[-3000:]))
+    return json.loads(proc.stdout.decode().strip().splitlines()[-1])
+
+
+def pike27_python():
+    """CPython 2.7 of the cached pike27-bench venv, with Pike's pins."""
+    from fastpath_integration.harness import venvs
+    return os.path.join(venvs.ensure_venv('pike27-bench'), 'bin', 'python')
+
+
 def main(target):
     params = json.load(sys.stdin)
     if params.get('mode') == 'eventlet':
         import eventlet
         eventlet.monkey_patch()
-    for path in (TOPDIR, HERE):
-        if path not in sys.path:
-            sys.path.insert(0, path)
     import importlib
     module, function = target.split(':')
     result = getattr(importlib.import_module(module), function)(params)
