@@ -1,12 +1,20 @@
-"""No import cycle in the project's packages and tools.
+"""No import cycle in the project's packages and tools, no private import.
 
 The import graph is read from the source with ``ast``, nothing is
 imported: every ``import`` and ``from ... import`` statement counts,
 also those inside functions (a lazy import hides a cycle from the
 interpreter, not from a reader). Packages are the top-level directories
-with an ``__init__.py``; a directory of scripts under ``tools/`` is its
-own namespace, as its scripts put their directory first on ``sys.path``
-(``import common`` in ``tools/bench``).
+with an ``__init__.py`` (the bench is ``fastpath_integration.bench``); a
+directory of scripts under ``tools/`` is its own namespace, as Python
+puts a script's directory first on ``sys.path`` (``python tools/x.py``
+may ``import y`` of ``tools/y.py``).
+
+A module uses only the public names of the project's other modules: a
+``_private`` one (``from m import _f``, or ``m._f`` where ``m`` is a
+project module) is that module's own business, and a second user of it
+ties the two together where no reader looks. Tests may look inside the
+module they test; everything else that does is listed in
+``KNOWN_PRIVATE``, each with the reason it is still there.
 
 Runs without any service, in ``tox -e pep8`` as in the integration env:
 ``python -m testtools.run fastpath_integration.tests.test_import_graph``.
@@ -20,6 +28,18 @@ import testtools
 
 TOPDIR = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
+# Private names used outside their module that are still there, as
+# (user, 'module._name'): the emulator's modules share cluster.py's
+# codecs, which the layout issue (one public codec module for the
+# emulator) removes; test_emulator checks cluster.py's JSON parser.
+KNOWN_PRIVATE = {
+    ('sheepdog_emulator.dog', 'sheepdog_emulator.cluster._encode'),
+    ('sheepdog_emulator.vdi', 'sheepdog_emulator.cluster._encode'),
+    ('sheepdog_emulator.emulator', 'sheepdog_emulator.cluster._coerce'),
+    ('sheepdog_emulator.emulator', 'sheepdog_emulator.cluster._write_json'),
+    ('sheepdog_emulator.tests.unit.test_emulator',
+     'sheepdog_emulator.cluster._parse_json'),
+}
 SKIP_DIRS = {'.git', '.tox', '.eggs', '.stestr', 'build', 'dist', 'doc',
              'releasenotes', '__pycache__'}
 
@@ -35,7 +55,7 @@ def collect_modules(topdir):
     """{module id: path}, and each script directory's {name: id}.
 
     A package module's id is its dotted name; a script's is its path
-    relative to ``topdir`` (``tools/bench/common.py``).
+    relative to ``topdir`` (``tools/ci-report.py``).
     """
     modules = {}
     script_dirs = {}
@@ -126,6 +146,80 @@ def imports_of(ident, path, modules, script_dirs):
     return found
 
 
+def _private(name):
+    return name.startswith('_') and not name.endswith('__')
+
+
+def private_uses(ident, path, modules, script_dirs):
+    """``(line, 'module._name')``: others' private names ``ident`` uses.
+
+    Imported (``from m import _f``) or read as an attribute of a module
+    bound by an import (``m._f``, ``pkg.m._f``); a name an object of
+    another module holds is not seen.
+    """
+    with open(path, 'rb') as f:
+        tree = ast.parse(f.read(), path)
+    local = script_dirs.get(os.path.dirname(path), {})
+    package = _package_of(ident, path)
+    bound, found = {}, []
+
+    def module(name):
+        return local.get(name) or (name if name in modules else None)
+
+    def use(node, target, name):
+        if target and target != ident and _private(name):
+            found.append((node.lineno, '%s.%s' % (target, name)))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split('.')
+                for i in range(1, len(parts)):
+                    use(node, module('.'.join(parts[:i])), parts[i])
+                if alias.asname:
+                    bound[alias.asname] = module(alias.name)
+                else:
+                    bound[parts[0]] = module(parts[0])
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ''
+            if node.level and package is not None:
+                parts = package.split('.')
+                parts = parts[:len(parts) - node.level + 1]
+                base = '.'.join(parts + ([base] if base else []))
+            for alias in node.names:
+                use(node, module(base), alias.name)
+                full = '%s.%s' % (base, alias.name) if base else alias.name
+                bound[alias.asname or alias.name] = module(full)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            chain, value = [], node.value
+            while isinstance(value, ast.Attribute):
+                chain.insert(0, value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and bound.get(value.id):
+                use(node, module('.'.join([bound[value.id]] + chain)),
+                    node.attr)
+    return found
+
+
+def private_imports(topdir):
+    """Each project module's private names another module uses.
+
+    ``{(user, 'module._name'): [lines]}``, but for a test module
+    ``test_X`` looking inside a module ``X``: the module it tests.
+    """
+    modules, script_dirs = collect_modules(topdir)
+    found = {}
+    for ident, path in modules.items():
+        tested = ident.rpartition('.')[2][len('test_'):]
+        for line, name in private_uses(ident, path, modules, script_dirs):
+            module = name.rpartition('.')[0]
+            if '.tests.' in ident and module.rpartition('.')[2] == tested:
+                continue
+            found.setdefault((ident, name), []).append(line)
+    return found
+
+
 def import_graph(topdir):
     modules, script_dirs = collect_modules(topdir)
     return {ident: imports_of(ident, path, modules, script_dirs)
@@ -198,13 +292,49 @@ class ImportGraphTestCase(testtools.TestCase):
 
     def test_no_import_cycle(self):
         graph = import_graph(TOPDIR)
-        # The graph covers what it claims to: the harness and the bench.
+        # The graph covers what it claims to: the harness, the bench and
+        # the scripts in tools/.
         self.assertIn('fastpath_integration.harness.stack', graph)
         self.assertIn('fastpath_integration.harness.glance',
                       graph['fastpath_integration.harness.stack'])
         self.assertIn('fastpath_integration.bench.runner',
                       graph['fastpath_integration.bench.cli'])
+        self.assertIn('tools/ci-report.py', graph)
         self.assertEqual([], cycles(graph))
+
+    def test_no_private_import(self):
+        found = private_imports(TOPDIR)
+        self.assertEqual({}, {use: lines for use, lines in found.items()
+                              if use not in KNOWN_PRIVATE})
+
+    def test_a_private_import_is_found(self):
+        """The check can fail: every way of reaching another's _name."""
+        top = self.useFixture(fixtures.TempDir()).path
+        os.makedirs(os.path.join(top, 'pkg', 'tests'))
+        os.makedirs(os.path.join(top, 'tools'))
+        files = {
+            'pkg/__init__.py': '',
+            'pkg/b.py': '_x = _y = 1\n__all__ = []\n',
+            'pkg/a.py': ('from pkg.b import _x\nimport pkg.b as m\n'
+                         'import pkg.b\nfrom . import b\n'
+                         'print(m._y, pkg.b._y, b._x, m.__all__)\n'),
+            'pkg/c.py': '_z = 1\nprint(_z)\n',
+            'pkg/tests/__init__.py': '',
+            'pkg/tests/test_b.py': 'from pkg import b\nprint(b._x)\n',
+            'pkg/tests/test_c.py': 'from pkg import b\nprint(b._x)\n',
+            'tools/s.py': 'import t\nprint(t._q)\n',
+            'tools/t.py': '_q = 1\n',
+        }
+        for name, text in files.items():
+            with open(os.path.join(top, name), 'w') as f:
+                f.write(text)
+        self.assertEqual({
+            ('pkg.a', 'pkg.b._x'): [1, 5],
+            ('pkg.a', 'pkg.b._y'): [5, 5],
+            ('pkg.tests.test_c', 'pkg.b._x'): [2],
+            ('tools/s.py', 'tools/t.py._q'): [2],
+        }, {use: sorted(lines)
+            for use, lines in private_imports(top).items()})
 
     def test_the_sheepdog_fixture_stands_on_leaves(self):
         """The fixture the plugins' 2.7 tests import: no service harness.
@@ -225,14 +355,14 @@ class ImportGraphTestCase(testtools.TestCase):
         top = self.useFixture(fixtures.TempDir()).path
         pkg = os.path.join(top, 'pkg')
         os.makedirs(pkg)
-        os.makedirs(os.path.join(top, 'tools', 'bench'))
+        os.makedirs(os.path.join(top, 'tools', 'scripts'))
         files = {
             'pkg/__init__.py': '',
             'pkg/a.py': 'from pkg import b\n',
             'pkg/b.py': 'def f():\n    from . import a\n',
             'pkg/c.py': 'import pkg.a\n',
-            'tools/bench/x.py': 'import y\n',
-            'tools/bench/y.py': 'import x\nimport pkg.c\n',
+            'tools/scripts/x.py': 'import y\n',
+            'tools/scripts/y.py': 'import x\nimport pkg.c\n',
         }
         for name, text in files.items():
             with open(os.path.join(top, name), 'w') as f:
@@ -240,5 +370,5 @@ class ImportGraphTestCase(testtools.TestCase):
         graph = import_graph(top)
         self.assertEqual({'pkg.a'}, graph['pkg.c'])
         self.assertEqual([['pkg.a', 'pkg.b'],
-                          ['tools/bench/x.py', 'tools/bench/y.py']],
+                          ['tools/scripts/x.py', 'tools/scripts/y.py']],
                          cycles(graph))
