@@ -51,7 +51,8 @@ def tree_peak_rss_mib(pid):
 def curl(api, size, argv):
     """One curl against glance-api: (its output, the row's metrics).
 
-    MB/s over size bytes, glance-api's CPU seconds and peak RSS.
+    MB/s over size bytes, its time, glance-api's CPU seconds and peak
+    RSS.
     """
     from fastpath_integration.harness import processes
     cpu = processes.cpu_seconds(api.pid)
@@ -60,6 +61,7 @@ def curl(api, size, argv):
                          capture_output=True, text=True).stdout
     wall = time.monotonic() - start
     return out, {'mb_s': round(size / wall / 1e6, 1), 'size': size,
+                 'times_s': [round(wall, 3)],
                  'cpu_s': round(processes.cpu_seconds(api.pid) - cpu, 2),
                  'peak_rss_mib': tree_peak_rss_mib(api.pid)}
 

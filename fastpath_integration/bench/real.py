@@ -278,13 +278,21 @@ def _api(args, report, cluster, native):
                     parser.write(conf)
             return extra
 
-    size, times, clients = cluster.params['size'], {}, {}
+    size = cluster.params['size']
     rundir = tempfile.mkdtemp(prefix='fastpath-bench-')
     os.chmod(rundir, 0o755)
     configs = [(API_PIKE, 'sheepdog', None), (API_PATCHED, 'patched', None),
                (API_PLUGIN, 'fastsheep', None)]
     if native:
         configs.append((API_NATIVE, 'fastsheep', 'native'))
+
+    def fetch(params):
+        api, url = params
+        got, metrics = glance_api.curl(api, size, [
+            '-o', '/dev/null', '-w', '%{size_download}', url])
+        if int(got) != size:
+            raise RuntimeError('%s: %s bytes, not %d' % (url, got, size))
+        return metrics
     try:
         with fixtures.Fixture() as stack:
             pike_sources.install_project(glance.VENVS['pike', 'eventlet'],
@@ -298,46 +306,22 @@ def _api(args, report, cluster, native):
                     api.url, glance_api.image_at(api, cluster,
                                                  cluster.params['name']))
                 glance_api.check_sha(urls[row][1], cluster.params['sha256'])
-            for number in range(rounds(args)):
-                for row, _store, _reader in (configs if number % 2 == 0
-                                             else configs[::-1]):
-                    got, metrics = glance_api.curl(urls[row][0], size, [
-                        '-o', '/dev/null', '-w', '%{size_download}',
-                        urls[row][1]])
-                    report.add(row, **metrics)
-                    if int(got) != size:
-                        raise RuntimeError('%s: %s bytes, not %d' % (
-                            row.name, got, size))
-                    times.setdefault(row, []).append(
-                        size / metrics['mb_s'] / 1e6)
-            many = [(count, reader, urls[API_NATIVE if reader == 'native'
-                                         else API_PLUGIN])
-                    for count, reader in sorted(API_CLIENTS)
-                    if reader == 'dog' or native]
-            for number in range(rounds(args)):
-                for count, reader, (api, url) in (
-                        many if number % 2 == 0 else many[::-1]):
-                    row = API_CLIENTS[count, reader]
-                    result = _clients(api, url, size, count)
-                    merged = clients.setdefault(row, dict(result,
-                                                          times_s=[]))
-                    merged['times_s'] += result['times_s']
-                    for key in ('rss_growth_mib', 'peak_children'):
-                        merged[key] = max(merged[key], result[key])
+            report.interleave([(row, urls[row]) for row, _s, _r in configs],
+                              fetch, rounds(args), here=True)
+            report.interleave([
+                (API_CLIENTS[count, reader], (count,) + urls[
+                    API_NATIVE if reader == 'native' else API_PLUGIN])
+                for count, reader in sorted(API_CLIENTS)
+                if reader == 'dog' or native], lambda params: _clients(
+                    params[1], params[2], size, params[0]), rounds(args),
+                here=True)
     except Exception as exc:  # noqa: these rows, not the section
         for row in [config[0] for config in configs] + list(
                 API_CLIENTS.values()):
-            if row not in times and row not in clients:
+            if row.name not in report.rows:
                 report.failed(row, exc)
     finally:
         shutil.rmtree(rundir, ignore_errors=True)
-    for row, values in times.items():
-        report.add(row, times_s=[round(t, 3) for t in values],
-                   mb_s=round(size / workers.median(values) / 1e6, 1))
-    for row, result in clients.items():
-        result['mb_s'] = round(result['size'] / workers.median(
-            result['times_s']) / 1e6, 1)
-        report.add(row, **result)
 
 
 def _clients(api, url, size, count):

@@ -166,7 +166,7 @@ class Report(object):
         self.add(row, **result)
         return result
 
-    def interleave(self, rows, function, rounds, env=None):
+    def interleave(self, rows, function, rounds, env=None, here=False):
         """Rows whose ratio matters, measured in alternating rounds.
 
         ``rows`` is [(row, params)]; each round runs every row's worker
@@ -174,13 +174,15 @@ class Report(object):
         spell of this shared machine lands on both sides of the ratio.
         A row's MB/s is over the median of its rounds' times; its peak
         figures (``PEAKS``) the largest, its ``MEDIANS`` the median.
+        ``here``: function(params) runs in this process (it drives
+        services or processes of its own), not in a worker.
         """
         merged = {}
         for number in range(rounds):
             for row, params in rows if number % 2 == 0 else rows[::-1]:
                 try:
-                    result = workers.run(function, dict(params, repeats=1),
-                                         env=env)
+                    result = function(params) if here else workers.run(
+                        function, dict(params, repeats=1), env=env)
                 except RuntimeError as exc:
                     return self.failed(row, exc)
                 both = merged.setdefault(row, dict(result, times_s=[], **{

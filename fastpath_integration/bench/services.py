@@ -121,16 +121,11 @@ def add_arguments(parser):
 
 class Section(object):
 
-    name = 'services'
-
     def __init__(self, args, report):
-        self.args = args
-        self.report = report
-        self.quick = args.quick
+        self.args, self.report = args, report
         self.size = 64 * MIB if args.quick else args.size_bytes
         self.samples = args.services_samples or (2000 if args.quick
                                                  else 10000)
-        self.log = logging.getLogger('bench.services')
 
     # -- plumbing ------------------------------------------------------
 
@@ -151,6 +146,7 @@ class Section(object):
     def _curl_row(self, row, glance, size, args):
         """One curl against glance: MB/s, glance-api's CPU and peak RSS."""
         out, metrics = glance_api.curl(glance, size, args)
+        del metrics['times_s']  # one curl per row
         self._row(row, **metrics)
         return out
 
