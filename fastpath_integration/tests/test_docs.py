@@ -15,9 +15,9 @@ A page that tells an operator to run ``tox -e line-rocky`` or to set
 ``sheepdog_store_read_ahead`` sends them to something that is not there;
 so does a skip reason naming an env that no longer exists. The pages are
 README.rst, patches/README.rst, devstack/README.rst when there is one,
-and doc/source/*.rst; skip reasons are the ``tox -e`` references in the
-project's Python files; the Zuul jobs are ``.zuul.yaml``'s
-``tox_envlist``.
+doc/source/*.rst and doc/source/*/*.rst (the contributor pages); skip
+reasons are the ``tox -e`` references in the project's Python files; the
+Zuul jobs are ``.zuul.yaml``'s ``tox_envlist``.
 
 How a page names an env, so that this check is exact, not fuzzy:
 
@@ -143,6 +143,8 @@ def pages(topdir):
              os.path.join(topdir, 'patches', 'README.rst'),
              os.path.join(topdir, 'devstack', 'README.rst')]
     found += sorted(glob.glob(os.path.join(topdir, 'doc', 'source',
+                                           '*.rst')))
+    found += sorted(glob.glob(os.path.join(topdir, 'doc', 'source', '*',
                                            '*.rst')))
     return [path for path in found if os.path.exists(path)]
 
