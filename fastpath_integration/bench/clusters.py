@@ -158,7 +158,7 @@ class Cluster(object):
             raise
 
     def _start(self):
-        raise NotImplementedError()
+        """What starts the cluster: none for an operator's."""
 
     def processes(self):
         """Pids of the cluster's own processes, for their CPU seconds."""
@@ -271,9 +271,6 @@ class Remote(Cluster):
         self.dog_path = dog or shutil.which('dog') or 'dog'
         self.bin_dir = self.prefix = os.path.dirname(self.dog_path)
         self.where = 'cluster %s' % address_port
-
-    def _start(self):
-        pass
 
     def stop(self):
         """Delete this run's VDIs (``dog vdi list -r``: ``= NAME ...``)."""

@@ -206,9 +206,10 @@ def run(args, report):
 
 
 def _gets(args, report, cluster, rows, native):
+    from glance_store_fastsheep import opts
     get = cluster.get(repeats=1)
     configs = {'ceiling': dict(get, kind='ceiling', mode=None,
-                               pipe_size=_pipe_size()),
+                               pipe_size=opts.DEFAULT_PIPE_SIZE),
                'single': dict(get, opts={
                    'sheepdog_store_read_concurrency': 1}),
                'default': dict(get, opts={}),
@@ -221,11 +222,6 @@ def _gets(args, report, cluster, rows, native):
                 measured.append((rows[config, cache], dict(
                     configs[config], drop_caches=cache == 'cold')))
     report.interleave(measured, transfers.work, rounds(args), cluster.env)
-
-
-def _pipe_size():
-    from glance_store_fastsheep import opts
-    return opts.DEFAULT_PIPE_SIZE
 
 
 def _puts(args, report, cluster):
