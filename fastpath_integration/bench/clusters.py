@@ -182,8 +182,8 @@ class Cluster(object):
 
     def get(self, **params):
         """Worker params of a fastsheep download of the source VDI."""
-        return dict(self.params, kind='get', driver='fastsheep',
-                    mode='eventlet', **params)
+        return dict(dict(self.params, kind='get', driver='fastsheep',
+                         mode='eventlet'), **params)
 
 
 class Emulated(Cluster):
