@@ -33,8 +33,6 @@ import subprocess
 import sys
 import tempfile
 
-from fastpath_integration.bench import workers
-
 MIB = 1 << 20
 # Every VDI this run makes on a real cluster starts with this.
 PREFIX = 'fastpath-bench-%d-' % os.getpid()
@@ -74,24 +72,6 @@ def real_available(args, report):
     sys.stderr.write('bench: %s\n' % NOT_RUN)
     report.note(NOT_RUN)
     return False
-
-
-def prefix(release=None):
-    """Install prefix of a sheepdog release, built once and cached.
-
-    None is the harness's (``SHEEPDOG_PREFIX``, ``SHEEPDOG_SOURCE``, else
-    1.0.1); a release (``0.9.5``, ``master``) is built from its archive in
-    ../shared/sheepdog/ by tools/build-sheepdog.sh.
-    """
-    from fastpath_integration.harness import sheepdog
-    if release is None:
-        return sheepdog.prefix()
-    env = dict(os.environ, SHEEPDOG_SOURCE=os.path.join(
-        os.path.dirname(workers.TOPDIR), 'shared', 'sheepdog',
-        'sheepdog-%s.tar.gz' % release))
-    env.pop('SHEEPDOG_PREFIX', None)
-    return subprocess.check_output(['bash', sheepdog.BUILD_TOOL],
-                                   env=env).decode().strip()
 
 
 class Source(object):
@@ -226,10 +206,13 @@ class Emulated(Cluster):
 
 
 class Local(Cluster):
-    """Real sheep of a release (None: 1.0.1), in a mount namespace.
+    """Real sheep, in a mount namespace of their own.
 
     Started by the harness's ``SheepdogCluster`` on ports it picks; its
-    sheep die at ``stop()``, and their VDIs with them.
+    sheep die at ``stop()``, and their VDIs with them. ``release`` is one
+    of the harness's ``RELEASES`` (``0.9.5``, ``1.0.1``, ``master``), built
+    from ../shared/sheepdog/; None is the harness's default sheepdog
+    (``SHEEPDOG_PREFIX``, ``SHEEPDOG_SOURCE``, else 1.0.1).
     """
 
     def __init__(self, source, nodes=1, copies=1, release=None):
@@ -240,8 +223,11 @@ class Local(Cluster):
 
     def _start(self):
         from fastpath_integration.harness import sheepdog
-        self.fixture = sheepdog.SheepdogCluster(
-            self.nodes, self.copies, install_prefix=prefix(self.release))
+        build = {}
+        if self.release:
+            build['install_prefix'] = sheepdog.release_prefix(self.release)
+        self.fixture = sheepdog.SheepdogCluster(self.nodes, self.copies,
+                                                **build)
         self.fixture.setUp()  # it cleans up after itself if it fails
         self.port, self.prefix = self.fixture.port, self.fixture.prefix
         self.ports = [node.port for node in self.fixture.nodes]
