@@ -294,6 +294,17 @@ def cycles(graph):
 
 class ImportGraphTestCase(testtools.TestCase):
 
+    def tree(self, files):
+        """A temporary project of {relative path: text}; its top."""
+        top = self.useFixture(fixtures.TempDir()).path
+        for name, text in files.items():
+            path = os.path.join(top, name)
+            if not os.path.isdir(os.path.dirname(path)):
+                os.makedirs(os.path.dirname(path))
+            with open(path, 'w') as f:
+                f.write(text)
+        return top
+
     def test_no_import_cycle(self):
         graph = import_graph(TOPDIR)
         # The graph covers what it claims to: the harness, the bench and
@@ -313,10 +324,7 @@ class ImportGraphTestCase(testtools.TestCase):
 
     def test_a_private_import_is_found(self):
         """The check can fail: every way of reaching another's _name."""
-        top = self.useFixture(fixtures.TempDir()).path
-        os.makedirs(os.path.join(top, 'pkg', 'tests'))
-        os.makedirs(os.path.join(top, 'tools'))
-        files = {
+        top = self.tree({
             'pkg/__init__.py': '',
             'pkg/b.py': '_x = _y = 1\n__all__ = []\n',
             'pkg/a.py': ('from pkg.b import _x\nimport pkg.b as m\n'
@@ -328,10 +336,7 @@ class ImportGraphTestCase(testtools.TestCase):
             'pkg/tests/test_c.py': 'from pkg import b\nprint(b._x)\n',
             'tools/s.py': 'import t\nprint(t._q)\n',
             'tools/t.py': '_q = 1\n',
-        }
-        for name, text in files.items():
-            with open(os.path.join(top, name), 'w') as f:
-                f.write(text)
+        })
         self.assertEqual({
             ('pkg.a', 'pkg.b._x'): [1, 5],
             ('pkg.a', 'pkg.b._y'): [5, 5],
@@ -356,21 +361,14 @@ class ImportGraphTestCase(testtools.TestCase):
 
     def test_a_cycle_is_found(self):
         """The check can fail: two modules importing each other."""
-        top = self.useFixture(fixtures.TempDir()).path
-        pkg = os.path.join(top, 'pkg')
-        os.makedirs(pkg)
-        os.makedirs(os.path.join(top, 'tools', 'scripts'))
-        files = {
+        top = self.tree({
             'pkg/__init__.py': '',
             'pkg/a.py': 'from pkg import b\n',
             'pkg/b.py': 'def f():\n    from . import a\n',
             'pkg/c.py': 'import pkg.a\n',
             'tools/scripts/x.py': 'import y\n',
             'tools/scripts/y.py': 'import x\nimport pkg.c\n',
-        }
-        for name, text in files.items():
-            with open(os.path.join(top, name), 'w') as f:
-                f.write(text)
+        })
         graph = import_graph(top)
         self.assertEqual({'pkg.a'}, graph['pkg.c'])
         self.assertEqual([['pkg.a', 'pkg.b'],
