@@ -171,12 +171,17 @@ class Emulated(Cluster):
 
     ``knobs(**knobs)`` sets the faults and latencies its next ``dog``
     invocations emulate; ``params['root']`` lets a worker check an upload
-    in the emulator's files.
+    in the emulator's files. It listens on no port; its port is one
+    nobody listens on either, so that a client that would connect
+    instead of running ``dog`` (a native one) fails rather than reaching
+    a real sheep on sheepdog's default 7000.
     """
 
-    port, vdi_prefix, where = 7000, 'bench-', 'emulator'
+    vdi_prefix, where = 'bench-', 'emulator'
 
     def __init__(self, args, size):
+        from fastpath_integration.harness import host
+        self.port = host.free_port()
         parent = args.sheepdog_root
         stat = os.statvfs('/dev/shm')
         if not parent and stat.f_bavail * stat.f_frsize > 4 * size + \
