@@ -162,11 +162,23 @@ def add_arguments(parser):
                        help='skip the 3-node cluster\'s rows')
 
 
-def reader_option():
-    """Whether the tree under test has ``sheepdog_store_reader``."""
+def client_option():
+    """The tree's option that chooses the native reader, or None.
+
+    ``sheepdog_store_client`` (native by default) replaced
+    ``sheepdog_store_reader`` (dog by default).
+    """
     from glance_store_fastsheep import opts
-    return any(opt.dest == 'sheepdog_store_reader'
-               for opt in opts.SHEEPDOG_OPTS)
+    names = set(opt.dest for opt in opts.SHEEPDOG_OPTS)
+    for name in ('sheepdog_store_client', 'sheepdog_store_reader'):
+        if name in names:
+            return name
+    return None
+
+
+def reader_option():
+    """Whether the tree under test has a native reader to choose."""
+    return client_option() is not None
 
 
 def rounds(args):
@@ -265,11 +277,15 @@ def _api(args, report, cluster, native):
 
         def _configure_pike(self, *args):
             extra = super(PikeGlance, self)._configure_pike(*args)
-            if self.reader:
+            option = client_option()
+            # With sheepdog_store_client the default is native: the
+            # rows meant for dog name it.
+            reader = self.reader or (
+                'dog' if option == 'sheepdog_store_client' else None)
+            if self.store == 'fastsheep' and reader:
                 parser = configparser.ConfigParser(interpolation=None)
                 parser.read(self.conf)
-                parser.set('glance_store', 'sheepdog_store_reader',
-                           self.reader)
+                parser.set('glance_store', option, reader)
                 with open(self.conf, 'w') as conf:
                     parser.write(conf)
             return extra

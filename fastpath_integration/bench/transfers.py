@@ -49,6 +49,23 @@ def _shim_pike(module):
     module.processutils = Shim
 
 
+def _client_opts(module, opts):
+    """opts for the tree under test, with the dog client unless named.
+
+    A tree with ``sheepdog_store_client`` (native by default) would
+    otherwise measure its native client in the rows meant for ``dog``,
+    and oslo.config's set_override takes no deprecated name: a row's
+    ``sheepdog_store_reader`` is passed on as the client it names.
+    """
+    names = set(opt.dest for opt in getattr(module.Store, 'OPTIONS', ()))
+    if 'sheepdog_store_client' not in names:
+        return opts
+    opts = dict(opts)
+    reader = opts.pop('sheepdog_store_reader', None)
+    opts.setdefault('sheepdog_store_client', reader or 'dog')
+    return opts
+
+
 def _store(params):
     from glance_store import backend
     from glance_store import location
@@ -68,7 +85,7 @@ def _store(params):
         overrides['sheepdog_store_command'] = params['dog']
     store = module.Store(conf)
     conf(args=[], default_config_files=[], default_config_dirs=[])
-    overrides.update(params.get('opts') or {})
+    overrides.update(_client_opts(module, params.get('opts') or {}))
     for key, value in overrides.items():
         conf.set_override(key, value, group='glance_store')
     store.configure(re_raise_bsc=True)
