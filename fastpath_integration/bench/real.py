@@ -62,12 +62,24 @@ GET1, ONE = _get_table(1, '', '{real_one}')  # or --real-cluster's
 GET3, THREE = _get_table(3, ', 3 nodes keeping 2 copies', '3 nodes')
 PUT = runner.Table(
     'Upload on a real cluster', 'add() of the image through '
-    'the store (its hashing included), stored bytes checked by sha256 '
-    'afterwards, against dog vdi create + dog vdi write from the same file; '
+    'the store (its hashing included: md5, and md5 + sha512 with '
+    'hashing_algo=sha512), stored bytes checked by sha256 afterwards, '
+    'against dog vdi create + dog vdi write from the same file; '
     'alternating rounds; vs: MB/s over dog\'s.', COLUMNS, 'mb_s')
 DOG_WRITE = PUT.row('real_put_dog_write', 'dog vdi write < file, {real_one}')
 STORE_PUT = PUT.row('real_put_fastsheep', 'fastsheep add(), {real_one}',
                     DOG_WRITE)
+STORE_PUT_SHA512 = PUT.row('real_put_fastsheep_sha512', 'fastsheep add(), '
+                           'sha512, {real_one}', DOG_WRITE)
+DOG_WRITE_3 = PUT.row('real_put_dog_write_3node',
+                      'dog vdi write < file, 3 nodes')
+STORE_PUT_3 = PUT.row('real_put_fastsheep_3node', 'fastsheep add(), 3 nodes',
+                      DOG_WRITE_3)
+STORE_PUT_SHA512_3 = PUT.row('real_put_fastsheep_sha512_3node',
+                             'fastsheep add(), sha512, 3 nodes', DOG_WRITE_3)
+# nodes -> (dog row, add() md5 row, add() sha512 row)
+PUT_ROWS = {1: (DOG_WRITE, STORE_PUT, STORE_PUT_SHA512),
+            3: (DOG_WRITE_3, STORE_PUT_3, STORE_PUT_SHA512_3)}
 MANY = runner.Table(
     '16 concurrent downloads on a real cluster', '16 get() of '
     'one image at once in one eventlet process, hot; total MB/s; vs: '
@@ -124,7 +136,20 @@ RATIOS = (
     _vs('real_get_default_vs_single_hot', ONE, 'default', 'hot', 0.95),
     _vs('real_get_default_vs_single_cold', ONE, 'default', 'cold', 0.95),
     runner.ratio('real_put_vs_dog_write', STORE_PUT, DOG_WRITE, op='>=',
-                 bound=0.9),
+                 bound=1.5),
+    runner.ratio('real_put_client_cpu_s_per_gib', STORE_PUT,
+                 key='cpu_s_gib'),
+    runner.ratio('real_put_vs_dog_write_3node', STORE_PUT_3, DOG_WRITE_3),
+    runner.ratio('real_put_client_cpu_s_per_gib_3node', STORE_PUT_3,
+                 key='cpu_s_gib'),
+    runner.ratio('real_put_sha512_vs_dog_write', STORE_PUT_SHA512, DOG_WRITE,
+                 op='>=', bound=1.2),
+    runner.ratio('real_put_sha512_client_cpu_s_per_gib', STORE_PUT_SHA512,
+                 key='cpu_s_gib'),
+    runner.ratio('real_put_sha512_vs_dog_write_3node', STORE_PUT_SHA512_3,
+                 DOG_WRITE_3),
+    runner.ratio('real_put_sha512_client_cpu_s_per_gib_3node',
+                 STORE_PUT_SHA512_3, key='cpu_s_gib'),
     runner.ratio('real_api_get_vs_pike_py27', API_PLUGIN, API_PIKE, op='>=',
                  bound=5),
     _vs('real_get_single_vs_ceiling_hot_3node', THREE, 'single', 'hot'),
@@ -203,8 +228,8 @@ def run(args, report):
         for nodes, copies, rows in sizes:
             with clusters.real(args, source, nodes, copies) as cluster:
                 _gets(args, report, cluster, rows, native)
+                _puts(args, report, cluster, PUT_ROWS[nodes])
                 if nodes == 1:
-                    _puts(args, report, cluster)
                     _many(args, report, cluster, native)
                     _api(args, report, cluster, native)
     finally:
@@ -236,11 +261,13 @@ def _gets(args, report, cluster, rows, native):
     report.interleave(measured, transfers.work, rounds(args), cluster.env)
 
 
-def _puts(args, report, cluster):
+def _puts(args, report, cluster, rows):
+    dog_row, md5_row, sha512_row = rows
     put = cluster.get(kind='put')
-    report.interleave([(DOG_WRITE, dict(put, kind='dog_write')),
-                       (STORE_PUT, put)], transfers.work, rounds(args),
-                      cluster.env)
+    report.interleave([(dog_row, dict(put, kind='dog_write')),
+                       (md5_row, put),
+                       (sha512_row, dict(put, hashing_algo='sha512'))],
+                      transfers.work, rounds(args), cluster.env)
 
 
 def _many(args, report, cluster, native):

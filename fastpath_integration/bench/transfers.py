@@ -161,8 +161,11 @@ def _put(store, params, size):
     # On an operator's cluster every VDI the bench makes has its prefix.
     image_id = params.get('vdi_prefix', '') + str(uuid.uuid4())
     source = _Prefix(params['source'], size)
+    # hashing_algo (glance_store 0.26 on): a multihash beside the md5.
+    extra = (params['hashing_algo'],) if params.get('hashing_algo') else ()
     try:
-        result, elapsed = _timed(lambda: store.add(image_id, source, size))
+        result, elapsed = _timed(lambda: store.add(image_id, source, size,
+                                                   *extra))
     finally:
         source._file.close()
     if result[1] != size:
