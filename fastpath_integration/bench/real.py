@@ -139,6 +139,8 @@ RATIOS = (
                  bound=1.5),
     runner.ratio('real_put_client_cpu_s_per_gib', STORE_PUT,
                  key='cpu_s_gib'),
+    runner.ratio('real_put_rss_growth_mib', STORE_PUT,
+                 key='rss_growth_mib', op='<=', bound=64),
     runner.ratio('real_put_vs_dog_write_3node', STORE_PUT_3, DOG_WRITE_3),
     runner.ratio('real_put_client_cpu_s_per_gib_3node', STORE_PUT_3,
                  key='cpu_s_gib'),
