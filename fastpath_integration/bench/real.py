@@ -264,8 +264,18 @@ def _gets(args, report, cluster, rows, native):
 
 
 def _puts(args, report, cluster, rows):
+    """dog vdi write against add() with md5, and with md5 + sha512.
+
+    add() runs on the native client where the tree has
+    ``sheepdog_store_client``: issue 28's targets are the native
+    client's writes, and transfers' store passes the dog client to any
+    row that names none. A tree from before that option writes with dog,
+    its only writer.
+    """
     dog_row, md5_row, sha512_row = rows
     put = cluster.get(kind='put')
+    if client_option() == 'sheepdog_store_client':
+        put['opts'] = {'sheepdog_store_client': 'native'}
     report.interleave([(dog_row, dict(put, kind='dog_write')),
                        (md5_row, put),
                        (sha512_row, dict(put, hashing_algo='sha512'))],
