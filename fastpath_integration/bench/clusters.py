@@ -15,8 +15,9 @@
 sheep of a sheepdog release, 1 node or more, started by the integration
 harness's fixture) and ``Remote`` (an operator's cluster,
 ``--real-cluster``) all have ``address``, ``port``, ``ports``,
-``prefix``, ``dog_path``, ``bin_dir`` (``dog`` and ``collie``, what the
-harness's Glance fixture reads of a cluster), ``env`` (that bin dir first
+``prefix``, ``dog_path``, ``bin_dir`` (``dog`` and ``collie``), ``client``
+(the store client that can serve it; these three are what the harness's
+Glance fixture reads of a cluster), ``env`` (that bin dir first
 on PATH: Pike's driver runs a bare ``collie``), ``processes()``,
 ``start()``, ``stop()`` (also as a context manager), ``vdi(suffix,
 size)`` and ``params`` (what a transfer worker needs). Each holds the
@@ -110,6 +111,9 @@ class Cluster(object):
 
     address, port, prefix, dog_path, bin_dir = '127.0.0.1', None, '', '', ''
     vdi_prefix, where = PREFIX, ''
+    # The store client a glance-api on it uses: real sheep speak sheep's
+    # protocol (the harness's SheepdogCluster says the same).
+    client = 'native'
 
     def __init__(self, source):
         self.source, self.ports, self.params = source, [], None
@@ -178,6 +182,8 @@ class Emulated(Cluster):
     """
 
     vdi_prefix, where = 'bench-', 'emulator'
+    # It emulates the dog command line, not sheep's protocol.
+    client = 'dog'
 
     def __init__(self, args, size):
         from fastpath_integration.harness import host
