@@ -82,23 +82,28 @@ def prefix():
     :raises ClusterError: the build failed (its log tail is in the text).
     """
     if not _prefix:
-        env = dict(os.environ)
-        if not (env.get('FASTPATH_CACHE_DIR') or env.get('XDG_CACHE_HOME')):
-            # oslotest gives each test a temporary HOME: keep the build
-            # in the real one's cache, where it outlives the test.
-            env['FASTPATH_CACHE_DIR'] = os.path.join(
-                pwd.getpwuid(os.getuid()).pw_dir, '.cache',
-                'openstack-fastpath')
-        proc = subprocess.Popen(['bash', BUILD_TOOL], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env)
-        out, err = proc.communicate()
-        if proc.returncode == NO_SOURCE:
+        returncode, out, err = _build(dict(os.environ))
+        if returncode == NO_SOURCE:
             raise Unavailable(SKIP_REASON)
-        if proc.returncode:
+        if returncode:
             raise ClusterError('tools/build-sheepdog.sh failed (%d): %s' % (
-                proc.returncode, err.decode('utf-8', 'replace')))
-        _prefix.append(out.decode('utf-8').strip())
+                returncode, err))
+        _prefix.append(out)
     return _prefix[0]
+
+
+def _build(env):
+    """Run tools/build-sheepdog.sh in env: (exit status, prefix, stderr)."""
+    if not (env.get('FASTPATH_CACHE_DIR') or env.get('XDG_CACHE_HOME')):
+        # oslotest gives each test a temporary HOME: keep the build in
+        # the real one's cache, where it outlives the test.
+        env['FASTPATH_CACHE_DIR'] = os.path.join(
+            pwd.getpwuid(os.getuid()).pw_dir, '.cache', 'openstack-fastpath')
+    proc = subprocess.Popen(['bash', BUILD_TOOL], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    out, err = proc.communicate()
+    return (proc.returncode, out.decode('utf-8').strip(),
+            err.decode('utf-8', 'replace'))
 
 
 _release_prefixes = {}
@@ -128,18 +133,11 @@ def release_prefix(release):
         env = dict(os.environ)
         env.pop('SHEEPDOG_PREFIX', None)
         env['SHEEPDOG_SOURCE'] = archive
-        if not (env.get('FASTPATH_CACHE_DIR') or env.get('XDG_CACHE_HOME')):
-            env['FASTPATH_CACHE_DIR'] = os.path.join(
-                pwd.getpwuid(os.getuid()).pw_dir, '.cache',
-                'openstack-fastpath')
-        proc = subprocess.Popen(['bash', BUILD_TOOL], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env)
-        out, err = proc.communicate()
-        if proc.returncode:
+        returncode, out, err = _build(env)
+        if returncode:
             raise ClusterError('tools/build-sheepdog.sh failed for %s (%d): '
-                               '%s' % (release, proc.returncode,
-                                       err.decode('utf-8', 'replace')))
-        _release_prefixes[release] = out.decode('utf-8').strip()
+                               '%s' % (release, returncode, err))
+        _release_prefixes[release] = out
     return _release_prefixes[release]
 
 
