@@ -72,7 +72,7 @@ STORE_OPTION = re.compile(r'\b(sheepdog_store_[a-z0-9_*]*)')
 GROUP_OPTION = re.compile(r'\[(metriccache)\]\s+(?:``)?([A-Za-z_]\w*)')
 SECTION_LINE = re.compile(r'^\s*\[([A-Za-z_][\w.-]*)\]\s*$')
 OPTION_LINE = re.compile(r'^\s*#?\s*([A-Za-z_]\w*)\s*=')
-SAMPLE_OPTION = re.compile(r'^#([A-Za-z_]\w*) = ', re.MULTILINE)
+SAMPLE_OPTION = re.compile(r'^#([A-Za-z_]\w*) =(?: |$)', re.MULTILINE)
 # A deprecated name oslo.config still reads for an option of the group.
 SAMPLE_DEPRECATED = re.compile(
     r'^# Deprecated group/name - \[[^\]]+\]/([A-Za-z_]\w*)$', re.MULTILINE)
