@@ -50,6 +50,8 @@ DEFAULT_READAHEAD_BUDGET = 256
 # The clients the store may talk to sheepdog through (client.CLIENTS).
 CLIENTS = ('native', 'dog')
 DEFAULT_CLIENT = 'native'
+DEFAULT_STALL_TIMEOUT = 5.0
+DEFAULT_FAILOVER_ATTEMPTS = 4
 
 # The in-tree driver's options that this driver shares, by name: the
 # three of Pike's sheepdog driver and the read size that
@@ -386,6 +388,77 @@ Possible values:
 
 Related options:
     * sheepdog_store_command_timeout
+"""),
+    cfg.ListOpt('sheepdog_store_addresses',
+                item_type=cfg.types.String(),
+                default=[],
+                help="""
+More entry points of the sheepdog cluster, as ``host:port`` items.
+
+The ``native`` client starts every operation at one sheep (the image
+location's for reads, size lookups and deletes, the configured
+``sheepdog_store_address`` for uploads) and, when that sheep fails,
+moves the operation to another: these entry points in the order given,
+then the members the cluster itself names. List a few sheep on
+different hosts, so that one is reachable when the configured one is
+not; the members learned from the cluster cover the rest. The ``dog``
+client does not use them.
+
+Possible values:
+    * A comma-separated list of ``host:port`` items (IPv6 in brackets:
+      ``[fd00::1]:7000``); empty for none
+
+Related options:
+    * sheepdog_store_address
+    * sheepdog_store_port
+    * sheepdog_store_failover_attempts
+"""),
+    cfg.FloatOpt('sheepdog_store_stall_timeout',
+                 min=0.5,
+                 default=DEFAULT_STALL_TIMEOUT,
+                 help="""
+Seconds the ``native`` client waits for a sheep to answer one request.
+
+Each request sent must be answered within this time of its sending (or
+of the client starting to wait for it); otherwise the sheep is treated
+as failed and the requests in flight move to another one. A frozen
+sheep (SIGSTOP, a hung disk) accepts connections and never answers, and
+a live gateway waits for a frozen peer holding a copy of the object up
+to sheep's own poll timeout. Choose it above the longest time a healthy
+sheep of the cluster takes to answer one object request under load,
+below the time a client of glance-api will wait. It never exceeds
+``sheepdog_store_transfer_timeout``.
+
+Possible values:
+    * A number of seconds, at least 0.5
+
+Related options:
+    * sheepdog_store_transfer_timeout
+    * sheepdog_store_failover_attempts
+"""),
+    cfg.IntOpt('sheepdog_store_failover_attempts',
+               min=0,
+               max=64,
+               default=DEFAULT_FAILOVER_ATTEMPTS,
+               help="""
+How many times one operation of the ``native`` client may move to
+another sheep.
+
+A connection refused, reset or closed, or a request unanswered for
+``sheepdog_store_stall_timeout``, moves the operation to the next
+sheep, where the requests that were not answered are sent again. The
+operation fails with the last error once it has moved this many times,
+or once ``sheepdog_store_transfer_timeout`` has passed since it first
+moved. Choose at least the number of sheep that may be down at once;
+0 turns failover off.
+
+Possible values:
+    * An integer from 0 to 64
+
+Related options:
+    * sheepdog_store_addresses
+    * sheepdog_store_stall_timeout
+    * sheepdog_store_transfer_timeout
 """),
 ]
 

@@ -49,6 +49,23 @@ def _objects_in_bytes(group, name):
     return rounded
 
 
+def parse_entry_point(item):
+    """(address, port) of a ``host:port`` item; IPv6 in brackets.
+
+    The port is required: an entry point without one is more likely a
+    mistake than sheep's default port.
+    """
+    item = item.strip()
+    host, sep, port = item.rpartition(':')
+    if not sep or not host:
+        raise ValueError('%r is not host:port' % item)
+    if ':' in host and not (host.startswith('[') and host.endswith(']')):
+        raise ValueError('%r: put an IPv6 address in brackets, '
+                         '[address]:port' % item)
+    return (dog_command.validate_address(host),
+            dog_command.validate_port(port))
+
+
 class Settings(object):
     """Option values in the units the transfers use.
 
@@ -79,6 +96,21 @@ class Settings(object):
                                  units.Mi)
         self.command_timeout = group.sheepdog_store_command_timeout
         self.transfer_timeout = group.sheepdog_store_transfer_timeout
+        self.stall_timeout = min(group.sheepdog_store_stall_timeout,
+                                 self.transfer_timeout)
+        self.failover_attempts = group.sheepdog_store_failover_attempts
+        # The cluster's members as a sheep last named them (native.cluster
+        # fills it in).
+        self.members = []
+        # The configured sheep first: uploads start there.
+        self.addresses = [(self.address, self.port)]
+        for item in group.sheepdog_store_addresses:
+            try:
+                node = parse_entry_point(item)
+            except ValueError as exc:
+                raise ConfigError('sheepdog_store_addresses: %s' % exc)
+            if node not in self.addresses:
+                self.addresses.append(node)
         # Read through oslo.config, which also answers from the
         # deprecated sheepdog_store_reader.
         self.client = group.sheepdog_store_client

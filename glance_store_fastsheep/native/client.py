@@ -12,15 +12,18 @@
 """The native client: the store's interface over sheep's protocol.
 
 No sheepdog package is needed on the glance host: every operation is a
-few requests on one TCP connection to the location's sheep (reads,
-lookups, deletes) or to the configured one (writes, the configure-time
-check). See ``vdi``, ``read`` and ``write`` for what is sent.
+few requests on one TCP connection, which starts at the location's
+sheep (reads, lookups, deletes) or the configured one (writes) and
+moves to another member of the cluster if that sheep fails (``cluster``);
+the configure-time check asks the configured sheep alone. See ``vdi``,
+``read`` and ``write`` for what is sent.
 """
 
 from glance_store import exceptions
 from oslo_log import log as logging
 
 from glance_store_fastsheep import client
+from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read
@@ -34,9 +37,11 @@ class NativeClient(client.Client):
     """``client.Client`` speaking sheep's protocol directly."""
 
     def _session(self, address, port, name):
-        return connection.Session(address, port, name,
-                                  self.settings.command_timeout,
-                                  self.settings.transfer_timeout)
+        """A session starting at address:port, failing over to the rest.
+
+        The location's sheep is where to start, not the only one to try.
+        """
+        return cluster.FailoverSession(self.settings, name, (address, port))
 
     def check(self):
         """The configured sheep speaks our protocol; its cluster runs.
@@ -50,8 +55,11 @@ class NativeClient(client.Client):
         settings = self.settings
         where = '%s:%s' % (settings.address, settings.port)
         try:
-            session = self._session(settings.address, settings.port,
-                                    'cluster check')
+            # The configured sheep itself: this checks that one.
+            session = connection.Session(
+                settings.address, settings.port, 'cluster check',
+                settings.command_timeout, settings.transfer_timeout,
+                settings.stall_timeout)
         except connection.Unreachable as exc:
             raise client.ClientError(
                 'sheepdog_store_client = native: %s' % exc)

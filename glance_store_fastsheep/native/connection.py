@@ -23,9 +23,13 @@ eventlet-patched glance-api the ``socket`` module is eventlet's, so
 every wait goes through the hub. The choice is made when the connection
 is opened, as everywhere in this driver.
 
-Deadlines: the socket timeout bounds every single wait (a stalled sheep)
-and a retryable result is retried until ``transfer_timeout`` after the
-request's first failure, measured with ``timeutils.now()`` (monotonic).
+Deadlines: every request sent must be answered within the stall
+timeout of its sending (a frozen sheep, or a gateway waiting on a frozen
+peer), measured with ``timeutils.now()`` (monotonic); ``Stalled`` then
+says which request waited. A retryable result is retried until
+``transfer_timeout`` after the request's first failure. A lost or
+stalled connection raises ``ConnectionLost``, which ``cluster`` answers
+by resending ``outstanding`` to another sheep.
 """
 
 import socket
@@ -54,8 +58,21 @@ class Unsupported(exceptions.BackendException):
     """The cluster speaks a protocol the native client does not."""
 
 
-class Unreachable(exceptions.BackendException):
+class ConnectionLost(exceptions.BackendException):
+    """The connection failed: another sheep may serve what was in flight.
+
+    Raised for faults of the connection (refused, reset, closed,
+    stalled), never for a result sheep answered: those say what the
+    cluster thinks, which another gateway would not change.
+    """
+
+
+class Unreachable(ConnectionLost):
     """No connection to the sheep could be made."""
+
+
+class Stalled(ConnectionLost):
+    """A request stayed unanswered longer than the stall timeout."""
 
 
 def error_for(result, where, what, name):
@@ -97,7 +114,7 @@ class Request(object):
     __slots__ = ('opcode', 'oid', 'offset', 'length', 'view', 'flags',
                  'payload', 'copies', 'copy_policy', 'header_data',
                  'result', 'response', 'done', 'deadline', 'pause', 'tag',
-                 'proto_ver')
+                 'proto_ver', 'sent_at')
 
     def __init__(self, opcode, oid=0, offset=0, length=0, view=None,
                  flags=0, header_data=None, payload=None, copies=0,
@@ -123,6 +140,9 @@ class Request(object):
         self.pause = FIRST_RETRY_PAUSE
         # A response's proto_ver is only checked for public operations.
         self.proto_ver = None
+        # timeutils.now() once its bytes were sent: the stall timeout
+        # runs from there.
+        self.sent_at = None
 
     def pieces(self, req_id):
         """What goes on the wire for this request under id req_id."""
@@ -143,6 +163,16 @@ class Request(object):
         """Bytes of response data a success carries."""
         return self.length if self.opcode == proto.OP_READ_OBJ else 0
 
+    def accepts(self, data_length):
+        """Whether a success may carry data_length bytes.
+
+        GET_NODE_LIST answers as many as the cluster has nodes, within
+        the buffer it offered; everything else exactly ``expected``.
+        """
+        if self.opcode == proto.OP_GET_NODE_LIST:
+            return data_length <= len(self.view)
+        return data_length == self.expected
+
     def describe(self):
         name = {proto.OP_READ_OBJ: 'READ_OBJ',
                 proto.OP_WRITE_OBJ: 'WRITE_OBJ',
@@ -152,7 +182,8 @@ class Request(object):
             return {proto.OP_GET_VDI_INFO: 'GET_VDI_INFO',
                     proto.OP_NEW_VDI: 'NEW_VDI',
                     proto.OP_DEL_VDI: 'DEL_VDI',
-                    proto.OP_STAT_CLUSTER: 'STAT_CLUSTER'}.get(
+                    proto.OP_STAT_CLUSTER: 'STAT_CLUSTER',
+                    proto.OP_GET_NODE_LIST: 'GET_NODE_LIST'}.get(
                 self.opcode, 'opcode 0x%02x' % self.opcode)
         if self.opcode == proto.OP_REMOVE_OBJ:
             return 'REMOVE_OBJ of object %016x' % self.oid
@@ -169,13 +200,24 @@ class Session(object):
 
     name is the image the session works on, for messages. Final results
     raise ``error_for``'s exceptions; retryable ones are sent again.
+    stall_timeout (at most idle_timeout, which it defaults to) bounds
+    the wait for each request's answer.
     """
 
-    def __init__(self, address, port, name, connect_timeout, idle_timeout):
+    # Times this session's work moved to another sheep (see cluster).
+    failovers = 0
+
+    def __init__(self, address, port, name, connect_timeout, idle_timeout,
+                 stall_timeout=None):
         self.address = address
         self.port = port
         self.name = name
         self.idle_timeout = idle_timeout
+        if stall_timeout is None or stall_timeout > idle_timeout:
+            stall_timeout = idle_timeout
+        self.stall_timeout = stall_timeout
+        self._timeout = stall_timeout
+        self._wait_start = 0
         self._next_id = 1
         self._outstanding = {}
         self._header = bytearray(proto.HEADER_SIZE)
@@ -186,7 +228,7 @@ class Session(object):
             # monkey-patched: every wait below then goes through the hub.
             self.sock = socket.create_connection((address, port),
                                                  connect_timeout)
-            self.sock.settimeout(idle_timeout)
+            self.sock.settimeout(stall_timeout)
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except (socket.error, OSError) as exc:
             self.close()
@@ -204,6 +246,10 @@ class Session(object):
         """The requests sent on this connection and not answered yet."""
         return list(self._outstanding.values())
 
+    @property
+    def node(self):
+        return (self.address, self.port)
+
     def where(self):
         return 'sheep at %s:%s (%s)' % (self.address, self.port, self.name)
 
@@ -211,50 +257,104 @@ class Session(object):
         """Send requests; each gets a fresh id.
 
         Headers go out together; a request's payload pieces are written
-        as they are (no copy into one buffer).
+        as they are (no copy into one buffer). Every request is in
+        ``outstanding`` before the first byte goes out, so that a
+        connection lost mid-way leaves the whole batch to resend.
         """
+        numbered = []
+        for request in requests:
+            req_id = self._next_id
+            self._next_id = (self._next_id % 0xffffffff) + 1
+            self._outstanding[req_id] = request
+            request.done = False
+            request.sent_at = None
+            numbered.append((req_id, request))
         small = []
+        unstamped = []
         try:
-            for request in requests:
-                req_id = self._next_id
-                self._next_id = (self._next_id % 0xffffffff) + 1
-                self._outstanding[req_id] = request
-                request.done = False
+            self._set_timeout(self.stall_timeout)
+            for req_id, request in numbered:
                 pieces = request.pieces(req_id)
                 small.append(pieces[0])
+                unstamped.append(request)
                 if len(pieces) > 1:
                     self.sock.sendall(b''.join(small))
                     small = []
                     for piece in pieces[1:]:
                         self.sock.sendall(piece)
+                    now = timeutils.now()
+                    for sent in unstamped:
+                        sent.sent_at = now
+                    unstamped = []
             if small:
                 self.sock.sendall(b''.join(small))
+            now = timeutils.now()
+            for sent in unstamped:
+                sent.sent_at = now
         except socket.timeout:
-            raise exceptions.BackendException(
+            raise Stalled(
                 '%s took no request for %ss' % (self.where(),
-                                                self.idle_timeout))
+                                                self.stall_timeout))
         except (socket.error, OSError) as exc:
-            raise exceptions.BackendException(
+            raise ConnectionLost(
                 'connection to %s lost while sending: %s'
                 % (self.where(), exc))
+
+    def _set_timeout(self, timeout):
+        if timeout != self._timeout:
+            self.sock.settimeout(timeout)
+            self._timeout = timeout
+
+    def _oldest(self):
+        """The outstanding request sent longest ago, or None."""
+        oldest = None
+        for request in self._outstanding.values():
+            if request.sent_at is not None and (
+                    oldest is None or request.sent_at < oldest.sent_at):
+                oldest = request
+        return oldest
+
+    def _wait_budget(self):
+        """Seconds the next wait may last: the oldest request's stall.
+
+        A request's stall runs from its sending, or from when this
+        client began waiting for an answer, whichever is later: time the
+        caller spent elsewhere (a slow consumer of a download) while the
+        answer sat in the socket is no stall. Raises Stalled once a
+        request has waited the whole timeout.
+        """
+        oldest = self._oldest()
+        if oldest is None:
+            return self.stall_timeout
+        since = max(oldest.sent_at, self._wait_start)
+        left = since + self.stall_timeout - timeutils.now()
+        if left <= 0:
+            raise Stalled('%s left %s unanswered for %ss' % (
+                self.where(), oldest.describe(), self.stall_timeout))
+        return left
 
     def _receive_into(self, view, what):
         got = 0
         wanted = len(view)
         while got < wanted:
+            budget = self._wait_budget()
             try:
+                self._set_timeout(budget)
                 count = self.sock.recv_into(view[got:], wanted - got)
             except socket.timeout:
-                raise exceptions.BackendException(
+                oldest = self._oldest()
+                raise Stalled(
                     '%s sent nothing for %ss while %d of %d bytes of %s '
-                    'were still due' % (self.where(), self.idle_timeout,
-                                        wanted - got, wanted, what))
+                    'were still due%s' % (
+                        self.where(), self.stall_timeout, wanted - got,
+                        wanted, what, '' if oldest is None else
+                        ' (oldest unanswered: %s)' % oldest.describe()))
             except (socket.error, OSError) as exc:
-                raise exceptions.BackendException(
+                raise ConnectionLost(
                     'connection to %s lost after %d of %d bytes of %s: %s'
                     % (self.where(), got, wanted, what, exc))
             if not count:
-                raise exceptions.BackendException(
+                raise ConnectionLost(
                     '%s closed the connection after %d of %d bytes of %s'
                     % (self.where(), got, wanted, what))
             got += count
@@ -267,6 +367,7 @@ class Session(object):
         the length asked for, so nothing sized by sheep is allocated and
         no byte lands elsewhere.
         """
+        self._wait_start = timeutils.now()
         self._receive_into(self._header_view, 'a response header')
         response = proto.unpack_response(self._header)
         request = self._outstanding.get(response.id)
@@ -280,7 +381,6 @@ class Session(object):
             raise proto.ProtocolError(
                 '%s answered request id %d, which is not in flight'
                 % (self.where(), response.id))
-        del self._outstanding[response.id]
         if response.opcode != request.opcode:
             raise proto.ProtocolError(
                 '%s answered %s with opcode 0x%02x'
@@ -292,7 +392,7 @@ class Session(object):
                     % (self.where(), response.data_length,
                        proto.result_text(response.result),
                        request.describe()))
-        elif response.data_length != request.expected:
+        elif not request.accepts(response.data_length):
             raise proto.ProtocolError(
                 '%s sent %d bytes for %s'
                 % (self.where(), response.data_length,
@@ -300,6 +400,8 @@ class Session(object):
         elif response.data_length:
             self._receive_into(request.view[:response.data_length],
                                request.describe())
+        # Only now: a request whose data was cut off is still to resend.
+        del self._outstanding[response.id]
         request.result = response.result
         request.response = response
         return request

@@ -45,6 +45,17 @@ OP_STAT_CLUSTER = 0x87
 # SD_SHEEP_PROTO_VER of the releases this client knows: 0x0a on 1.0.x
 # and master, 0x09 on 0.9.x.
 SHEEP_VERSIONS = {0x0a: 'sheepdog 1.0 or later', 0x09: 'sheepdog 0.9'}
+# GET_NODE_LIST answers struct sd_node entries: 80 bytes, or 592 where
+# sheep was built with disk vnodes (DISK_MAX disk_info entries more).
+# Sheep writes them into a buffer of the request's data_length without
+# checking its size, so the request asks for what ``dog`` asks for:
+# SD_MAX_NODES entries, the same 491520 bytes or less in both builds.
+NODE_LIST_BUFFER = 6144 * 80
+NODE_SIZES = (80, 80 + 16 * 32)
+# In struct sd_node: the rb_node (three 8-byte words), then node_id's
+# 16-byte address (IPv4 in its last 4 bytes, the first 12 zero) and port.
+NODE_ADDR_OFFSET = 24
+NODE_PORT_OFFSET = 40
 
 FLAG_CMD_WRITE = 0x01
 # Bypass sheep's object cache: how `dog` reads an inode; 0.9's object
@@ -87,6 +98,7 @@ _RSP = struct.Struct(_COMMON + 'IIIIBB14x')
 # tag, nodes_nr, block_size_shift.
 _REQ_CLUSTER = struct.Struct(_COMMON + 'QQBBHIIB3x')
 _UINT64 = struct.Struct('<Q')
+_UINT16 = struct.Struct('<H')
 _INODE_FIELDS = struct.Struct('<256s256sQQQQQBBBBIII')
 
 assert _REQ_OBJ.size == HEADER_SIZE
@@ -235,6 +247,51 @@ def pack_stat_cluster(req_id, sheep_version):
                              0, 0, 0, 0, 0, 0, 0, 0, 0)
 
 
+def pack_node_list(req_id, sheep_version):
+    """GET_NODE_LIST: the members of the cluster as this sheep sees it."""
+    return _REQ_CLUSTER.pack(sheep_version, OP_GET_NODE_LIST, 0, 0, req_id,
+                             NODE_LIST_BUFFER, 0, 0, 0, 0, 0, 0, 0, 0)
+
+
+def unpack_node_list(data, nr_nodes):
+    """[(address, port)] of GET_NODE_LIST's data of nr_nodes entries.
+
+    The entry size tells the two builds apart (``NODE_SIZES``).
+    """
+    if not nr_nodes:
+        return []
+    size, rest = divmod(len(data), nr_nodes)
+    if rest or size not in NODE_SIZES:
+        raise ProtocolError('GET_NODE_LIST sent %d bytes for %d nodes'
+                            % (len(data), nr_nodes))
+    nodes = []
+    for index in range(nr_nodes):
+        entry = bytes(data[index * size:(index + 1) * size])
+        addr = entry[NODE_ADDR_OFFSET:NODE_ADDR_OFFSET + 16]
+        port = _UINT16.unpack_from(entry, NODE_PORT_OFFSET)[0]
+        nodes.append((address_text(addr), port))
+    return nodes
+
+
+def address_text(addr):
+    """A node_id's 16-byte address as text (IPv4 when mapped so)."""
+    addr = bytearray(addr)
+    if not any(addr[:12]) and addr[12]:
+        return '.'.join(str(byte) for byte in addr[12:])
+    return ':'.join('%x' % ((addr[i] << 8) | addr[i + 1])
+                    for i in range(0, 16, 2))
+
+
+def pack_node(address, port, size=NODE_SIZES[0]):
+    """One struct sd_node entry (for test servers; IPv4 only)."""
+    addr = b'\0' * 12 + bytes(bytearray(int(part)
+                                        for part in address.split('.')))
+    entry = bytearray(size)
+    entry[NODE_ADDR_OFFSET:NODE_ADDR_OFFSET + 16] = addr
+    entry[NODE_PORT_OFFSET:NODE_PORT_OFFSET + 2] = _UINT16.pack(port)
+    return bytes(entry)
+
+
 def pack_uint32s(value, count):
     """count little-endian copies of a 32-bit value (inode entries)."""
     return struct.pack('<%dI' % count, *([value] * count))
@@ -249,11 +306,13 @@ class Response(object):
 
     __slots__ = ('proto_ver', 'opcode', 'flags', 'epoch', 'id',
                  'data_length', 'result', 'vdi_id', 'copies',
-                 'block_size_shift')
+                 'block_size_shift', 'nr_nodes')
 
     def __init__(self, raw):
+        # sd_rsp.node.nr_nodes (GET_NODE_LIST) shares its place with
+        # sd_rsp.vdi.rsvd.
         (self.proto_ver, self.opcode, self.flags, self.epoch, self.id,
-         self.data_length, self.result, _rsvd, self.vdi_id, _attr,
+         self.data_length, self.result, self.nr_nodes, self.vdi_id, _attr,
          self.copies, self.block_size_shift) = _RSP.unpack(bytes(raw))
 
 
@@ -266,10 +325,11 @@ def unpack_response(raw):
 
 
 def pack_response(req_id, opcode, result, data_length=0, vdi_id=0,
-                  proto_ver=PROTO_VER, copies=0, block_size_shift=0):
+                  proto_ver=PROTO_VER, copies=0, block_size_shift=0,
+                  nr_nodes=0):
     """A response header, as sheep sends one (for test servers)."""
     return _RSP.pack(proto_ver, opcode, 0, 0, req_id, data_length, result,
-                     0, vdi_id, 0, copies, block_size_shift)
+                     nr_nodes, vdi_id, 0, copies, block_size_shift)
 
 
 def unpack_request(raw):

@@ -44,6 +44,7 @@ from oslo_log import log as logging
 from oslo_utils import units
 
 from glance_store_fastsheep import hub_safe
+from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -84,9 +85,10 @@ def read_range(settings, address, port, name, offset, length, snapid=0,
     if length <= 0:
         return
     delivered = 0
-    session = connection.Session(address, port, name,
-                                 settings.command_timeout,
-                                 settings.transfer_timeout)
+    # Requests in flight are resent to another sheep if this one fails:
+    # each lands in its own buffer, yielded in order, so no byte is
+    # lost, repeated or misplaced.
+    session = cluster.FailoverSession(settings, name, (address, port))
     try:
         vdi = vdi_ops.look_up(session, name, snapid, tag)
         vid, inode = vdi.vid, vdi.inode

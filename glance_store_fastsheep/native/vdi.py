@@ -38,6 +38,7 @@ import struct
 
 from glance_store import exceptions
 
+from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
 
@@ -136,10 +137,21 @@ def create(session, name, size):
 
     Not idempotent: a retried NEW_VDI whose first attempt succeeded
     answers VDI_EXIST, so only sheep's own retryable results (which
-    created nothing) are retried.
+    created nothing) are retried. When the session failed over with the
+    request unanswered (its ``failovers`` changed) and the resend found
+    the name taken, the lost reply was a success: the VDI is looked up.
     """
-    new = session.call(connection.vdi_request(proto.OP_NEW_VDI, name,
-                                              vdi_size=size))
+    before = session.failovers
+    try:
+        new = session.call(connection.vdi_request(proto.OP_NEW_VDI, name,
+                                                  vdi_size=size))
+    except exceptions.Duplicate:
+        if session.failovers == before:
+            raise
+        vdi = look_up(session, name)
+        if vdi.size != size:
+            raise
+        return vdi
     vid = new.response.vdi_id
     return Vdi(vid, read_inode_fields(session, vid))
 
@@ -227,7 +239,13 @@ def delete(session, name):
             'delete them first (dog vdi delete -s)' % (
                 name, session.where()))
     clear_entries(session, vdi)
-    session.call(connection.vdi_request(proto.OP_DEL_VDI, name))
+    before = session.failovers
+    try:
+        session.call(connection.vdi_request(proto.OP_DEL_VDI, name))
+    except exceptions.NotFound:
+        # A resent DEL_VDI whose first attempt deleted the VDI.
+        if session.failovers == before:
+            raise
     check = session.call_raw(connection.vdi_request(proto.OP_GET_VDI_INFO,
                                                     name))
     if check.result == proto.SUCCESS:
@@ -274,9 +292,7 @@ def unowned_objects(settings, address, port, name, length):
     """
     if length <= 0:
         return []
-    session = connection.Session(address, port, name,
-                                 settings.command_timeout,
-                                 settings.transfer_timeout)
+    session = cluster.FailoverSession(settings, name, (address, port))
     try:
         vdi = look_up(session, name)
         last = (length - 1) // vdi.object_size

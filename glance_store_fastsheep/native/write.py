@@ -32,9 +32,11 @@ of its own (``_Hasher``), a thread under native threads, a tpool job
 per object under eventlet, fed the pieces in order while this thread
 sends (hashlib releases the GIL on large buffers, socket writes too).
 
+If the sheep fails mid-upload, the session moves to another member and
+resends the writes and inode updates not acknowledged yet (``cluster``).
 On failure the objects created and not recorded are removed with
 ``REMOVE_OBJ`` and the VDI is deleted (``vdi.delete``), on a fresh
-connection.
+connection to any live member.
 """
 
 import collections
@@ -47,6 +49,7 @@ from oslo_utils import excutils
 from six.moves import queue
 
 from glance_store_fastsheep import hub_safe
+from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -352,11 +355,10 @@ class Writer(object):
         self._release_slots()
         if self.vdi is None:
             return
-        settings = self.settings
         try:
-            session = connection.Session(
-                self.session.address, self.session.port, self.name,
-                settings.command_timeout, settings.transfer_timeout)
+            # Any live member: the node that failed is left out.
+            session = cluster.FailoverSession(
+                self.settings, self.name, cluster=self.session.cluster)
         except exceptions.BackendException as exc:
             LOG.error('Could not remove the partial sheepdog image %s: %s',
                       self.name, exc)
@@ -424,9 +426,8 @@ def write_image(settings, name, source, digest, image_size):
     Returns the bytes written; on failure removes what it wrote and
     raises.
     """
-    session = connection.Session(settings.address, settings.port, name,
-                                 settings.command_timeout,
-                                 settings.transfer_timeout)
+    session = cluster.FailoverSession(settings, name,
+                                      (settings.address, settings.port))
     writer = Writer(session, settings, name)
     try:
         return writer.write(source, digest, image_size)

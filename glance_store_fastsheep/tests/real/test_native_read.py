@@ -43,6 +43,11 @@ class Settings(object):
     read_size = units.Mi
     command_timeout = 30.0
     transfer_timeout = 20.0
+    # No other entry point; a stall is bounded by transfer_timeout.
+    addresses = ()
+    members = ()
+    stall_timeout = None
+    failover_attempts = 4
 
 
 class NativeTestCase(real_base.RealCluster, base.BaseTestCase):
@@ -76,7 +81,7 @@ class ConformanceTest(NativeTestCase):
         if length is None:
             length = self.cluster.vdi_size(name) - offset
         return b''.join(native_read.read_range(
-            Settings, self.cluster.address, self.cluster.port, name, offset,
+            Settings(), self.cluster.address, self.cluster.port, name, offset,
             length, **kwargs))
 
     def dog_read(self, name, *args):
@@ -170,7 +175,7 @@ class FaultTest(NativeTestCase):
         """Read, kill node after the first piece; (bytes, error, seconds)."""
         got = []
         reader = native_read.read_range(
-            Settings, self.cluster.address, self.cluster.port, 'victim', 0,
+            Settings(), self.cluster.address, self.cluster.port, 'victim', 0,
             self.SIZE)
         got.append(next(reader))
         self.cluster.kill_node(node)
@@ -201,16 +206,16 @@ class FaultTest(NativeTestCase):
             self.assertIn('sheep at', str(error))
 
     def test_gateway_killed_mid_read(self):
+        # The reader fails over to a member the gateway named when the
+        # read began and carries on from the first byte not yielded.
         received, error, seconds = self.read_killing(0)
-        self.assertIsNotNone(error)
-        self.assertLess(len(received), self.SIZE)
+        self.assertIsNone(error)
+        self.assertEqual(self.SIZE, len(received))
         self.assertLess(seconds, Settings.transfer_timeout)
-        self.assertIn('sheep at 127.0.0.1:%d' % self.cluster.port,
-                      str(error))
 
     def test_cluster_down(self):
         self.cluster.stop()
         self.assertRaises(exceptions.BackendException, list,
                           native_read.read_range(
-                              Settings, self.cluster.address,
+                              Settings(), self.cluster.address,
                               self.cluster.port, 'victim', 0, self.SIZE))

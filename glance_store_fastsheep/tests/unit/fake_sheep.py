@@ -68,14 +68,28 @@ class Image(object):
 
 
 class FakeSheep(object):
-    """A listening fake sheep; ``close()`` stops it and its threads."""
+    """A listening fake sheep; ``close()`` stops it and its threads.
 
-    def __init__(self):
-        self.images = {}  # (name, snapid) -> Image
-        self.by_vid = {}
-        self.objects = {}  # data oid -> bytes
-        self.next_vid = 0x10
+    With a peer, another member of the peer's cluster: both serve the
+    same images and objects, and GET_NODE_LIST names every member.
+    """
+
+    def __init__(self, peer=None):
+        if peer is None:
+            self.images = {}  # (name, snapid) -> Image
+            self.by_vid = {}
+            self.objects = {}  # data oid -> bytes
+            self._shared = {'next_vid': 0x10, 'members': []}
+            self.lock = threading.Lock()
+        else:
+            self.images = peer.images
+            self.by_vid = peer.by_vid
+            self.objects = peer.objects
+            self._shared = peer._shared
+            self.lock = peer.lock
         self.fault = None  # (n-th data READ_OBJ, kind, argument)
+        self.reply_fault = None  # see _drop_reply
+        self.reply_counts = {}
         # A result GET_VDI_INFO answers instead of the lookup's own.
         self.lookup_result = None
         # sheep's SD_SHEEP_PROTO_VER, for internal operations.
@@ -99,18 +113,32 @@ class FakeSheep(object):
         self.requests = []  # (opcode, oid, offset, length)
         self.closed_connections = 0
         self.connections = []
-        self.lock = threading.Lock()
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(('127.0.0.1', 0))
         self.listener.listen(8)
         self.port = self.listener.getsockname()[1]
+        self._shared['members'].append(('127.0.0.1', self.port))
+        # GET_NODE_LIST entries: 80 bytes, or 592 (disk vnodes).
+        self.node_size = proto.NODE_SIZES[0]
         self._stop = False
         self._threads = []
         accept = threading.Thread(target=self._accept)
         accept.daemon = True
         accept.start()
         self._threads.append(accept)
+
+    @property
+    def next_vid(self):
+        return self._shared['next_vid']
+
+    @next_vid.setter
+    def next_vid(self, value):
+        self._shared['next_vid'] = value
+
+    @property
+    def members(self):
+        return self._shared['members']
 
     # -- images -------------------------------------------------------
 
@@ -239,9 +267,17 @@ class FakeSheep(object):
             return True
         handler = self._HANDLERS.get(opcode)
         if handler is not None:
+            drop = self._drop_reply(opcode)
+            if drop == 'stall':
+                return True
             with self.lock:
                 answer = handler(self, req_id, opcode, length, oid, offset,
                                  snapid, data, fields)
+            if drop:
+                # Done, but the reply is lost with the connection.
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                struct.pack('ii', 1, 0))
+                return False
             conn.sendall(answer)
             return True
         if opcode == proto.OP_GET_VDI_INFO:
@@ -283,6 +319,23 @@ class FakeSheep(object):
                                          length) +
                      body[offset:offset + length])
         return True
+
+    def _drop_reply(self, opcode):
+        """The reply_fault's kind if this request is its n-th, else None.
+
+        reply_fault is (opcode, n-th request of it, kind): 'reset' does
+        the operation and resets the connection instead of answering (a
+        sheep killed after its work, before its reply), 'stall' neither
+        does nor answers it (a frozen sheep).
+        """
+        fault = self.reply_fault
+        if fault is None or fault[0] != opcode:
+            return None
+        with self.lock:
+            self.reply_counts[opcode] = self.reply_counts.get(opcode, 0) + 1
+            if self.reply_counts[opcode] != fault[1]:
+                return None
+        return fault[2]
 
     def _misbehave(self, conn, kind, argument, req_id, opcode, length, body,
                    offset):
@@ -431,7 +484,19 @@ class FakeSheep(object):
         return proto.pack_response(req_id, opcode, self.cluster_result,
                                    proto_ver=self.sheep_version)
 
+    def _node_list(self, req_id, opcode, length, oid, offset, snapid,
+                   data, fields):
+        if fields.proto_ver != self.sheep_version:
+            return proto.pack_response(req_id, opcode, proto.VER_MISMATCH)
+        body = b''.join(proto.pack_node(address, port, self.node_size)
+                        for address, port in self.members)
+        return proto.pack_response(
+            req_id, opcode, proto.SUCCESS, len(body),
+            proto_ver=self.sheep_version,
+            nr_nodes=len(self.members)) + body
+
     _HANDLERS = {
+        proto.OP_GET_NODE_LIST: _node_list,
         proto.OP_NEW_VDI: _new_vdi,
         proto.OP_CREATE_AND_WRITE_OBJ: _write_obj,
         proto.OP_WRITE_OBJ: _write_obj,

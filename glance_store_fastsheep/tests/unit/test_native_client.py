@@ -47,6 +47,11 @@ class Settings(object):
     transfer_timeout = 5.0
     write_concurrency = 4
     write_budget = 16
+    # No other entry point; a stall is bounded by transfer_timeout.
+    addresses = ()
+    members = ()
+    stall_timeout = None
+    failover_attempts = 4
     client = client.NATIVE
 
 
@@ -471,6 +476,11 @@ class Settings(object):
     transfer_timeout = 5.0
     write_concurrency = 4
     write_budget = 16
+    # No other entry point; a stall is bounded by transfer_timeout.
+    addresses = ()
+    members = ()
+    stall_timeout = None
+    failover_attempts = 4
 
 data = os.urandom(20 * (1 << 16) + 77)
 sheep = fake_sheep.FakeSheep()
