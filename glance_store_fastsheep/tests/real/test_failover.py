@@ -88,7 +88,7 @@ class FailoverTest(real_base.RealCluster, base.FunctionalTestCase):
         first = next(iterator)
         action()
         started = timeutils.now()
-        outcome = self.consume(test_faults._chain(first, iterator))
+        outcome = self.consume(test_faults.chain(first, iterator))
         return outcome, timeutils.now() - started
 
     def assertFailedOver(self):

@@ -35,7 +35,7 @@ STORE_ERRORS = (exceptions.GlanceStoreException,
                 exceptions.BackendException)
 
 
-def _chain(first, rest):
+def chain(first, rest):
     yield first
     for piece in rest:
         yield piece
@@ -121,7 +121,7 @@ class FaultTest(real_base.RealCluster, base.FunctionalTestCase):
         first = next(iterator)
         self.sheep.kill_node(node)
         started = timeutils.now()
-        outcome = self.consume(_chain(first, iterator))
+        outcome = self.consume(chain(first, iterator))
         elapsed = timeutils.now() - started
         if isinstance(outcome, tuple):
             # Completed: then whole and byte-exact, never short.
