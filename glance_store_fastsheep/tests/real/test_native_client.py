@@ -151,7 +151,12 @@ class Conformance(ReleaseCluster):
             self.assertEqual(size, self.cluster.vdi_size(name))
             self.assertSameBytes(data, self.cluster.vdi_bytes(name))
             self.assertSameBytes(data, self.native(name))
-            self.assertEqual([], vdi.unowned_objects(
+            # Every object is recorded as the image's own but an all-zero
+            # one, which stays a hole (os.urandom(1) is b'\0' at times).
+            holes = [index for index in range(-(-size // OBJECT))
+                     if not data[index * OBJECT:(index + 1) * OBJECT].strip(
+                         b'\0')]
+            self.assertEqual(holes, vdi.unowned_objects(
                 self.settings, self.cluster.address, self.cluster.port,
                 name, size))
 
