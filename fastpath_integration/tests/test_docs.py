@@ -46,7 +46,13 @@ The registered options are read from the generated samples in ``etc/``
 oslo.config still reads, ``# Deprecated group/name`` lines), which
 ``tox -e pep8`` keeps equal to what oslo-config-generator writes from
 the code
-(tools/check-config-samples.py). Nothing is imported or started, so this
+(tools/check-config-samples.py).
+
+The contributor page's table is checked cell by cell: the env table of
+doc/source/contributor/tox-envs.rst against tox.ini (read with
+configparser, factor conditions resolved as tox does).
+
+Nothing is imported or started, so this
 runs in ``tox -e pep8`` and, with the harness's tests, in the integration
 env: ``python -m testtools.run fastpath_integration.tests.test_docs``.
 """
@@ -236,6 +242,131 @@ def option_references(text):
         yield (offset,) + found[offset]
 
 
+# tox.ini's factor-conditional lines: ``queens: glance_store==0.23.0``,
+# ``yoga-!py39: python3.8``.
+FACTOR_LINE = re.compile(r'^([A-Za-z0-9.!,-]+):\s+(.*)$')
+RUN_TESTS = re.compile(r'run-tests\.sh\s+(?:"([a-z ]+)"|([a-z]+))')
+TOX_SCRIPT = re.compile(r'\{toxinidir\}/(tools/[\w.-]+\.sh)')
+PIN = re.compile(r'^eventlet===(\S+)\s*$', re.MULTILINE)
+
+
+def factor_applies(condition, env):
+    """Whether a tox factor condition (``a-!b,c``) selects env."""
+    factors = set(env.split('-'))
+    for alternative in condition.split(','):
+        if all((part[1:] not in factors) if part.startswith('!')
+               else (part in factors)
+               for part in alternative.split('-')):
+            return True
+    return False
+
+
+def tox_parser(path):
+    parser = configparser.RawConfigParser(strict=False)
+    parser.read(path)
+    return parser
+
+
+def tox_setting(parser, env, key):
+    """The lines of env's setting key that apply to env, factors resolved.
+
+    Looked up in the ``[testenv:...]`` section that defines env, else in
+    ``[testenv]``, as tox does (no ``{[section]key}`` substitution).
+    """
+    sections = [section for section in parser.sections()
+                if section.startswith('testenv:') and
+                env in expand(section[len('testenv:'):])]
+    for section in sections + ['testenv']:
+        if parser.has_option(section, key):
+            break
+    else:
+        return []
+    lines = []
+    for line in parser.get(section, key).splitlines():
+        line = line.strip()
+        if not line or line.startswith('#'):
+            continue
+        conditional = FACTOR_LINE.match(line)
+        if conditional:
+            if not factor_applies(conditional.group(1), env):
+                continue
+            line = conditional.group(2)
+        lines.append(line)
+    return lines
+
+
+def tox_envlist(parser):
+    envs = []
+    for item in split_top_level(parser.get('tox', 'envlist')):
+        envs.extend(expand(item))
+    return envs
+
+
+def env_row(parser, topdir, env):
+    """What tox-envs.rst's table says of env, computed from tox.ini."""
+    row = {'env': env, 'envlist': 'yes' if env in tox_envlist(parser)
+           else 'no'}
+    row['basepython'] = (tox_setting(parser, env, 'basepython') or
+                         ['none'])[0]
+    row['PYENV_VERSION'] = 'none'
+    for line in tox_setting(parser, env, 'setenv'):
+        if line.startswith('PYENV_VERSION='):
+            row['PYENV_VERSION'] = line.split('=', 1)[1]
+    row['constraints'] = 'none'
+    row['eventlet'] = 'newest'
+    row['glance_store'] = row['ceilometer'] = 'none'
+    for line in tox_setting(parser, env, 'deps'):
+        if line.startswith('-c{toxinidir}/'):
+            row['constraints'] = line[len('-c{toxinidir}/'):]
+            with io.open(os.path.join(topdir, row['constraints']),
+                         encoding='utf-8') as constraints:
+                pins = PIN.findall(constraints.read())
+            if pins:
+                row['eventlet'] = pins[0]
+        for project in ('glance_store', 'ceilometer'):
+            if re.match(re.escape(project) + r'(\[|==|$)', line):
+                row[project] = line
+    commands = ' '.join(tox_setting(parser, env, 'commands')) + ' '
+    suites = RUN_TESTS.search(commands)
+    script = TOX_SCRIPT.search(commands)
+    row['suites'] = (' '.join((suites.group(1) or suites.group(2)).split())
+                     if suites else script.group(1) if script else 'none')
+    return row
+
+
+def list_tables(text):
+    """Every ``.. list-table::`` of an rST text: a list of rows of cells.
+
+    A cell is its text with ``literal`` quotes removed; a cell of more
+    than one line is joined with spaces.
+    """
+    tables = []
+    for block in re.split(r'^\.\. list-table::.*$', text,
+                          flags=re.MULTILINE)[1:]:
+        rows = []
+        for line in block.splitlines():
+            if not line.strip() or line.strip().startswith(':'):
+                continue  # blank lines and the directive's options
+            if not line.startswith(' '):
+                break
+            stripped = line.strip()
+            if stripped.startswith('* - '):
+                rows.append([stripped[4:]])
+            elif stripped.startswith('- ') and rows:
+                rows[-1].append(stripped[2:])
+            elif rows:
+                rows[-1][-1] += ' ' + stripped
+        tables.append([[cell.replace('``', '').strip() for cell in row]
+                       for row in rows])
+    return tables
+
+
+def table_dicts(table):
+    """The rows of a table with a header row, as dicts by header."""
+    header = table[0]
+    return [dict(zip(header, row)) for row in table[1:]]
+
+
 class DocsNameWhatExistsTest(testtools.TestCase):
 
     def setUp(self):
@@ -341,3 +472,65 @@ class DocsNameWhatExistsTest(testtools.TestCase):
                         self.where(path, text, offset),
                         '[%s] ' % group if group else '', name))
         self.assertEqual([], problems)
+
+
+class ContributorPagesTest(testtools.TestCase):
+    """The contributor pages' tables say what tox.ini does.
+
+    doc/source/contributor/tox-envs.rst's first table: every row is what
+    tox.ini gives that env (interpreter, pyenv version, constraints file
+    and its eventlet pin, glance_store and ceilometer requirements, the
+    suites it runs, whether it is in the envlist), and every ``line-*``
+    env has a row.
+    """
+
+    def setUp(self):
+        super(ContributorPagesTest, self).setUp()
+        self.parser = tox_parser(os.path.join(TOPDIR, 'tox.ini'))
+        self.contributor = os.path.join(TOPDIR, 'doc', 'source',
+                                        'contributor')
+
+    def table(self, page, first_header):
+        with io.open(os.path.join(self.contributor, page),
+                     encoding='utf-8') as source:
+            tables = list_tables(source.read())
+        found = [table for table in tables
+                 if table and table[0] and table[0][0] == first_header]
+        self.assertEqual(1, len(found), '%s: one table whose first column '
+                         'is %r' % (page, first_header))
+        return table_dicts(found[0])
+
+    def test_the_parsers_read_tox_ini(self):
+        # A resolver that found nothing would agree with an empty table.
+        queens = env_row(self.parser, TOPDIR, 'line-queens')
+        self.assertEqual('python2.7', queens['basepython'])
+        self.assertEqual('tools/constraints/queens.txt',
+                         queens['constraints'])
+        self.assertEqual('unit functional', queens['suites'])
+        # The negated factor: line-yoga-py39 is not line-yoga's 3.8.
+        self.assertTrue(factor_applies('yoga-!py39', 'line-yoga'))
+        self.assertFalse(factor_applies('yoga-!py39', 'line-yoga-py39'))
+        self.assertTrue(factor_applies('a,yoga', 'line-yoga-py39'))
+        self.assertEqual([[['a', 'b c'], ['d', 'e']]], list_tables(
+            '.. list-table::\n   :header-rows: 1\n\n   * - ``a``\n'
+            '     - b\n       c\n   * - d\n     - e\n\nText\n'))
+
+    def test_env_table_is_what_tox_ini_says(self):
+        rows = self.table('tox-envs.rst', 'env')
+        self.assertIn('line-queens', [row['env'] for row in rows])
+        problems = []
+        for row in rows:
+            actual = env_row(self.parser, TOPDIR, row['env'])
+            for column in sorted(row):
+                if row[column] != actual[column]:
+                    problems.append('%s %s: the page says %r, tox.ini %r' % (
+                        row['env'], column, row[column], actual[column]))
+        self.assertEqual([], problems)
+
+    def test_env_table_has_every_line_env(self):
+        documented = set(row['env'] for row in
+                         self.table('tox-envs.rst', 'env'))
+        lines = set(env for env in tox_envs(os.path.join(TOPDIR, 'tox.ini'))
+                    if env.startswith('line-'))
+        self.assertTrue(lines)
+        self.assertEqual(set(), lines - documented)
