@@ -48,15 +48,18 @@ oslo.config still reads, ``# Deprecated group/name`` lines), which
 the code
 (tools/check-config-samples.py).
 
-The contributor page's table is checked cell by cell: the env table of
+The contributor pages' tables are checked cell by cell: the env table of
 doc/source/contributor/tox-envs.rst against tox.ini (read with
-configparser, factor conditions resolved as tox does).
+configparser, factor conditions resolved as tox does), and the sheepdog
+releases of doc/source/contributor/release-lines.rst against the
+harness's ``RELEASES`` and the real conformance classes (read with ast).
 
 Nothing is imported or started, so this
 runs in ``tox -e pep8`` and, with the harness's tests, in the integration
 env: ``python -m testtools.run fastpath_integration.tests.test_docs``.
 """
 
+import ast
 import configparser
 import glob
 import io
@@ -367,6 +370,38 @@ def table_dicts(table):
     return [dict(zip(header, row)) for row in table[1:]]
 
 
+def harness_releases(topdir):
+    """The harness's sheepdog RELEASES, read with ast (nothing imported)."""
+    path = os.path.join(topdir, 'fastpath_integration', 'harness',
+                        'sheepdog.py')
+    with io.open(path, encoding='utf-8') as source:
+        tree = ast.parse(source.read())
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and
+                [getattr(t, 'id', None) for t in node.targets] ==
+                ['RELEASES']):
+            return ast.literal_eval(node.value)
+    raise AssertionError('no RELEASES in %s' % path)
+
+
+def release_classes(path):
+    """{release: class name} of the classes that set RELEASE in a module."""
+    with io.open(path, encoding='utf-8') as source:
+        tree = ast.parse(source.read())
+    found = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for statement in node.body:
+            if (isinstance(statement, ast.Assign) and
+                    [getattr(t, 'id', None) for t in statement.targets] ==
+                    ['RELEASE']):
+                release = ast.literal_eval(statement.value)
+                if release is not None:
+                    found[release] = node.name
+    return found
+
+
 class DocsNameWhatExistsTest(testtools.TestCase):
 
     def setUp(self):
@@ -475,13 +510,16 @@ class DocsNameWhatExistsTest(testtools.TestCase):
 
 
 class ContributorPagesTest(testtools.TestCase):
-    """The contributor pages' tables say what tox.ini does.
+    """The contributor pages' tables say what tox.ini and the harness do.
 
     doc/source/contributor/tox-envs.rst's first table: every row is what
     tox.ini gives that env (interpreter, pyenv version, constraints file
     and its eventlet pin, glance_store and ceilometer requirements, the
     suites it runs, whether it is in the envlist), and every ``line-*``
-    env has a row.
+    env has a row. doc/source/contributor/release-lines.rst's sheepdog
+    table: the harness's RELEASES, each with its archive and the real
+    conformance class that runs on it, and a row of the support matrix's
+    sheepdog table.
     """
 
     def setUp(self):
@@ -534,3 +572,27 @@ class ContributorPagesTest(testtools.TestCase):
                     if env.startswith('line-'))
         self.assertTrue(lines)
         self.assertEqual(set(), lines - documented)
+
+    def test_sheepdog_releases_are_the_harness_releases(self):
+        rows = self.table('release-lines.rst', 'release')
+        releases = harness_releases(TOPDIR)
+        classes = release_classes(os.path.join(
+            TOPDIR, 'glance_store_fastsheep', 'tests', 'real',
+            'test_native_client.py'))
+        self.assertIn('1.0.1', releases)
+        self.assertEqual(sorted(releases),
+                         sorted(row['release'] for row in rows))
+        for row in rows:
+            self.assertEqual(releases[row['release']], row['archive'])
+            self.assertEqual(classes.get(row['release']),
+                             row['conformance class'])
+        # The support matrix has a row for each (``0.9.5``, ``master
+        # (1.0.2-dev-...)``).
+        with io.open(os.path.join(TOPDIR, 'doc', 'source',
+                                  'support-matrix.rst'),
+                     encoding='utf-8') as source:
+            matrix = [table for table in list_tables(source.read())
+                      if table[0][0] == 'sheepdog']
+        self.assertEqual(1, len(matrix))
+        listed = set(row[0].split()[0] for row in matrix[0][1:])
+        self.assertEqual(set(), set(releases) - listed)
