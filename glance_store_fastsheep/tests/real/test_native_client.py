@@ -31,28 +31,16 @@ from oslo_utils import units
 from oslotest import base
 
 from fastpath_integration.harness import sheepdog
-from glance_store_fastsheep import client
 from glance_store_fastsheep.native import client as native_client
 from glance_store_fastsheep.native import vdi
+from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.real import base as real_base
 from glance_store_fastsheep import upload
 
 OBJECT = 4 * units.Mi
 
 
-class Settings(object):
-    address = '127.0.0.1'
-    read_size = units.Mi
-    command_timeout = 30.0
-    transfer_timeout = 20.0
-    write_concurrency = 8
-    write_budget = 16
-    # No other entry point; a stall is bounded by transfer_timeout.
-    addresses = ()
-    members = ()
-    stall_timeout = None
-    failover_attempts = 4
-    client = client.NATIVE
+Settings = native_settings.RealClusterSettings
 
 
 class Chunks(object):

@@ -34,20 +34,13 @@ from testtools import content
 
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep import store
+from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.real import base as real_base
 
 OBJECT = 4 * units.Mi
 
 
-class Settings(object):
-    read_size = units.Mi
-    command_timeout = 30.0
-    transfer_timeout = 20.0
-    # No other entry point; a stall is bounded by transfer_timeout.
-    addresses = ()
-    members = ()
-    stall_timeout = None
-    failover_attempts = 4
+Settings = native_settings.RealClusterSettings
 
 
 class NativeTestCase(real_base.RealCluster, base.BaseTestCase):

@@ -32,6 +32,7 @@ from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi
 from glance_store_fastsheep.tests import compat
+from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
 from glance_store_fastsheep.tests.unit import test_native_read
 from glance_store_fastsheep import upload
@@ -40,19 +41,7 @@ OBJECT = test_native_read.OBJECT
 payload = test_native_read.payload
 
 
-class Settings(object):
-    address = '127.0.0.1'
-    read_size = 16384
-    command_timeout = 5.0
-    transfer_timeout = 5.0
-    write_concurrency = 4
-    write_budget = 16
-    # No other entry point; a stall is bounded by transfer_timeout.
-    addresses = ()
-    members = ()
-    stall_timeout = None
-    failover_attempts = 4
-    client = client.NATIVE
+Settings = native_settings.Settings
 
 
 class Chunks(object):

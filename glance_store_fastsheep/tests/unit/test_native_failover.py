@@ -33,6 +33,7 @@ from glance_store_fastsheep import client
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
+from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
 from glance_store_fastsheep.tests.unit import test_native_client
 from glance_store_fastsheep.tests.unit import test_native_read
@@ -40,16 +41,9 @@ from glance_store_fastsheep.tests.unit import test_native_read
 OBJECT = 1 << 16  # the fake images' object size (block_size_shift 16)
 
 
-class Settings(object):
-    address = '127.0.0.1'
-    read_size = 16384
-    command_timeout = 5.0
+class Settings(native_settings.Settings):
     transfer_timeout = 10.0
     stall_timeout = 0.5
-    failover_attempts = 4
-    write_concurrency = 4
-    write_budget = 16
-    client = client.NATIVE
 
     def __init__(self, port, others=()):
         self.port = port

@@ -28,20 +28,13 @@ from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.native import vdi
 from glance_store_fastsheep.tests import compat
+from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
 
 OBJECT = 1 << 16  # the fake images' object size (block_size_shift 16)
 
 
-class Settings(object):
-    read_size = 16384
-    command_timeout = 5.0
-    transfer_timeout = 5.0
-    # No other entry point; a stall is bounded by transfer_timeout.
-    addresses = ()
-    members = ()
-    stall_timeout = None
-    failover_attempts = 4
+Settings = native_settings.Settings
 
 
 def payload(size, seed=1):
