@@ -18,9 +18,7 @@ glance_store's exceptions, and no fd left open.
 
 import hashlib
 import io
-import json
-import subprocess
-import sys
+import os
 import threading
 
 from glance_store import exceptions
@@ -31,7 +29,7 @@ from glance_store_fastsheep.native import client as native_client
 from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi
-from glance_store_fastsheep.tests import compat
+from glance_store_fastsheep.tests import green_child
 from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
 from glance_store_fastsheep.tests.unit import test_native_read
@@ -450,51 +448,26 @@ class CheckTest(ClientTestCase):
         self.assertIn('sheepdog_store_client = dog', str(exc))
 
 
-GREEN_CHILD = '''
-import eventlet
-eventlet.monkey_patch()
-import hashlib, io, json, os
-from glance_store_fastsheep.native import client as native_client
-from glance_store_fastsheep.tests.unit import fake_sheep
-from glance_store_fastsheep import upload
-
-class Settings(object):
-    address = '127.0.0.1'
-    read_size = 16384
-    command_timeout = 5.0
-    transfer_timeout = 5.0
-    write_concurrency = 4
-    write_budget = 16
-    # No other entry point; a stall is bounded by transfer_timeout.
-    addresses = ()
-    members = ()
-    stall_timeout = None
-    failover_attempts = 4
-
-data = os.urandom(20 * (1 << 16) + 77)
-sheep = fake_sheep.FakeSheep()
-Settings.port = sheep.port
-ticks = [0]
-
-def tick():
-    while True:
-        ticks[0] += 1
-        eventlet.sleep(0)
-
-ticker = eventlet.spawn(tick)
-md5 = hashlib.md5()
-sha512 = hashlib.sha512()
-written = native_client.NativeClient(Settings).write(
-    'img', io.BytesIO(data), upload.Digest([md5, sha512], None), len(data))
-ticker.kill()
-exact = sheep.image_bytes('img') == data
-sheep.close()
-print(json.dumps({'exact': exact, 'written': written == len(data),
-                  'md5': md5.hexdigest() == hashlib.md5(data).hexdigest(),
-                  'sha512': (sha512.hexdigest() ==
-                             hashlib.sha512(data).hexdigest()),
-                  'ticks': ticks[0]}))
-'''
+def green_write():
+    """EventletWriteTest's write, in a monkey-patched child (green_child)."""
+    data = os.urandom(20 * OBJECT + 77)
+    sheep = fake_sheep.FakeSheep()
+    settings = Settings()
+    settings.port = sheep.port
+    ticker = green_child.Ticker()
+    md5 = hashlib.md5()
+    sha512 = hashlib.sha512()
+    written = native_client.NativeClient(settings).write(
+        'img', io.BytesIO(data), upload.Digest([md5, sha512], None),
+        len(data))
+    ticks = ticker.stop()
+    exact = sheep.image_bytes('img') == data
+    sheep.close()
+    return {'exact': exact, 'written': written == len(data),
+            'md5': md5.hexdigest() == hashlib.md5(data).hexdigest(),
+            'sha512': (sha512.hexdigest() ==
+                       hashlib.sha512(data).hexdigest()),
+            'ticks': ticks}
 
 
 class EventletWriteTest(base.BaseTestCase):
@@ -504,12 +477,7 @@ class EventletWriteTest(base.BaseTestCase):
 
         A writer that blocked the OS thread would never be answered.
         """
-        proc = subprocess.Popen([sys.executable, '-c', GREEN_CHILD],
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
-        out, err = compat.communicate(proc, 120)
-        self.assertEqual(0, proc.returncode, err.decode('utf-8', 'replace'))
-        report = json.loads(out.decode().strip().splitlines()[-1])
+        report = green_child.run(self, __name__, 'green_write')
         self.assertEqual({'exact': True, 'written': True, 'md5': True,
                           'sha512': True},
                          {'exact': report['exact'],

@@ -12,10 +12,8 @@
 """The native reader against a fake sheep: bytes, ranges, faults, fds."""
 
 import gc
-import json
 import os
 import random
-import subprocess
 import sys
 import time
 
@@ -27,7 +25,7 @@ from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.native import vdi
-from glance_store_fastsheep.tests import compat
+from glance_store_fastsheep.tests import green_child
 from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
 
@@ -392,52 +390,27 @@ class FaultTest(NativeReadTestCase):
         self.assertIn('sent nothing for 1.0s', str(exc))
 
 
-GREEN_CHILD = '''
-import eventlet
-eventlet.monkey_patch()
-import json, os
-from eventlet.green import socket as green_socket
-from glance_store_fastsheep.native import connection
-from glance_store_fastsheep.native import read as native_read
-from glance_store_fastsheep.tests.unit import fake_sheep
+def green_read():
+    """EventletTest's read, in a monkey-patched child (green_child)."""
+    from eventlet.green import socket as green_socket
+    data = os.urandom(40 * OBJECT + 77)
+    sheep = fake_sheep.FakeSheep()
+    sheep.add_image('img', data)
+    ticker = green_child.Ticker()
+    sockets = []
+    real_session = connection.Session.__init__
 
-class Settings(object):
-    read_size = 16384
-    command_timeout = 5.0
-    transfer_timeout = 5.0
-    # No other entry point; a stall is bounded by transfer_timeout.
-    addresses = ()
-    members = ()
-    stall_timeout = None
-    failover_attempts = 4
+    def session(self, *args):
+        real_session(self, *args)
+        sockets.append(type(self.sock))
 
-data = os.urandom(40 * (1 << 16) + 77)
-sheep = fake_sheep.FakeSheep()
-sheep.add_image('img', data)
-ticks = [0]
-
-def tick():
-    while True:
-        ticks[0] += 1
-        eventlet.sleep(0)
-
-ticker = eventlet.spawn(tick)
-sockets = []
-real_session = connection.Session.__init__
-
-def session(self, *args):
-    real_session(self, *args)
-    sockets.append(type(self.sock))
-
-connection.Session.__init__ = session
-got = b''.join(native_read.read_range(Settings, '127.0.0.1', sheep.port,
-                                      'img', 0, len(data)))
-ticker.kill()
-sheep.close()
-print(json.dumps({'exact': got == data, 'ticks': ticks[0],
-                  'green': [issubclass(s, green_socket.socket)
-                            for s in sockets]}))
-'''
+    connection.Session.__init__ = session
+    got = b''.join(native_read.read_range(Settings(), '127.0.0.1',
+                                          sheep.port, 'img', 0, len(data)))
+    ticks = ticker.stop()
+    sheep.close()
+    return {'exact': got == data, 'ticks': ticks,
+            'green': [issubclass(s, green_socket.socket) for s in sockets]}
 
 
 class EventletTest(base.BaseTestCase):
@@ -448,12 +421,7 @@ class EventletTest(base.BaseTestCase):
         The fake sheep's threads are greenthreads of the same OS thread
         here: a reader that blocked the thread would never be answered.
         """
-        proc = subprocess.Popen([sys.executable, '-c', GREEN_CHILD],
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
-        out, err = compat.communicate(proc, 120)
-        self.assertEqual(0, proc.returncode, err.decode('utf-8', 'replace'))
-        report = json.loads(out.decode().strip().splitlines()[-1])
+        report = green_child.run(self, __name__, 'green_read')
         self.assertEqual({'exact': True, 'green': [True]},
                          {'exact': report['exact'],
                           'green': report['green']})

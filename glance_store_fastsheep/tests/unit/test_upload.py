@@ -13,11 +13,8 @@
 
 import errno
 import io
-import json
 import logging
 import os
-import subprocess
-import sys
 import threading
 import time
 
@@ -28,7 +25,7 @@ from oslotest import base as oslo_base
 from glance_store_fastsheep import dog_command
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import store
-from glance_store_fastsheep.tests import compat
+from glance_store_fastsheep.tests import green_child
 from glance_store_fastsheep.tests.unit import base
 from glance_store_fastsheep import upload
 
@@ -175,15 +172,6 @@ def green_main(count, budget):
             'held_peak': writers.peak, 'held': writers.held,
             'left': writer_children(peaks.seen),
             'green': hub_safe.is_green()}
-
-
-GREEN_CHILD = '''
-import eventlet
-eventlet.monkey_patch()
-import json, sys
-from glance_store_fastsheep.tests.unit import test_upload
-print(json.dumps(test_upload.green_main(int(sys.argv[1]), int(sys.argv[2]))))
-'''
 
 
 class WriteBudgetTest(oslo_base.BaseTestCase):
@@ -371,12 +359,8 @@ class UploadBudgetTest(base.StoreTestCase):
     def test_green_uploads_share_the_budget(self):
         # The same bound when the uploads are greenthreads of one
         # eventlet-patched process (glance-api's case).
-        proc = subprocess.Popen([sys.executable, '-c', GREEN_CHILD, '3',
-                                 '2'], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
-        out, err = compat.communicate(proc, 300)
-        self.assertEqual(0, proc.returncode, err.decode('utf-8', 'replace'))
-        report = json.loads(out.decode().strip().splitlines()[-1])
+        report = green_child.run(self, __name__, 'green_main', (3, 2),
+                                 timeout=300)
         self.assertTrue(report['green'])
         self.assertEqual(report['sizes'], report['results'])
         self.assertEqual(dict((name, True) for name in report['sizes']),
