@@ -72,6 +72,9 @@ class Cluster(object):
             if node not in self.nodes:
                 self.nodes.append(node)
         self.failed = set()
+        # SD_SHEEP_PROTO_VER of the cluster once a sheep accepted an
+        # internal request (learn, vdi's attribute requests).
+        self.sheep_version = None
 
     def _session(self, node, name):
         settings = self.settings
@@ -127,6 +130,7 @@ class Cluster(object):
                 return
             if answer.result == proto.VER_MISMATCH:
                 continue
+            self.sheep_version = version
             if answer.result != proto.SUCCESS:
                 LOG.debug('No node list from %s: %s', session.where(),
                           proto.result_text(answer.result))

@@ -183,7 +183,8 @@ class Request(object):
                     proto.OP_NEW_VDI: 'NEW_VDI',
                     proto.OP_DEL_VDI: 'DEL_VDI',
                     proto.OP_STAT_CLUSTER: 'STAT_CLUSTER',
-                    proto.OP_GET_NODE_LIST: 'GET_NODE_LIST'}.get(
+                    proto.OP_GET_NODE_LIST: 'GET_NODE_LIST',
+                    proto.OP_GET_VDI_ATTR: 'GET_VDI_ATTR'}.get(
                 self.opcode, 'opcode 0x%02x' % self.opcode)
         if self.opcode == proto.OP_REMOVE_OBJ:
             return 'REMOVE_OBJ of object %016x' % self.oid

@@ -17,9 +17,10 @@ followed by data the client sends, and a 48-byte response header
 followed by ``data_length`` bytes. Fields are in the sender's byte
 order, which is little-endian on every platform sheepdog was released
 for. The public operations used are the ones ``dog vdi create``,
-``write``, ``read`` and ``delete`` send; two internal ones
-(``STAT_CLUSTER``, ``GET_NODE_LIST``) carry sheep's own internal
-protocol version, which changed between releases (``SHEEP_VERSIONS``).
+``write``, ``read`` and ``delete`` send; three internal ones
+(``STAT_CLUSTER``, ``GET_NODE_LIST``, ``GET_VDI_ATTR``) carry sheep's
+own internal protocol version, which changed between releases
+(``SHEEP_VERSIONS``).
 The result codes keep sheepdog's own names so that an error message can
 be looked up in sheepdog's documentation and logs.
 """
@@ -42,6 +43,8 @@ OP_GET_CLUSTER_DEFAULT = 0x18
 # unless proto_ver is its own SD_SHEEP_PROTO_VER exactly.
 OP_GET_NODE_LIST = 0x82
 OP_STAT_CLUSTER = 0x87
+# Look up, set or delete a VDI attribute (``dog vdi getattr/setattr``).
+OP_GET_VDI_ATTR = 0x89
 # SD_SHEEP_PROTO_VER of the releases this client knows: 0x0a on 1.0.x
 # and master, 0x09 on 0.9.x.
 SHEEP_VERSIONS = {0x0a: 'sheepdog 1.0 or later', 0x09: 'sheepdog 0.9'}
@@ -61,6 +64,11 @@ FLAG_CMD_WRITE = 0x01
 # Bypass sheep's object cache: how `dog` reads an inode; 0.9's object
 # cache needs it for every inode update to reach the cluster at once.
 FLAG_CMD_DIRECT = 0x08
+# GET_VDI_ATTR's internal flags: create (overwrite) the attribute,
+# refuse an existing one (with CREAT), delete it.
+FLAG_CMD_CREAT = 0x0100
+FLAG_CMD_EXCL = 0x0200
+FLAG_CMD_DEL = 0x0400
 
 MAX_VDI_LEN = 256
 MAX_VDI_TAG_LEN = 256
@@ -70,11 +78,24 @@ MAX_VDI_TAG_LEN = 256
 VDI_BIT = 1 << 63
 VDI_SPACE_SHIFT = 32
 DEFAULT_BLOCK_SIZE_SHIFT = 22
+# Attribute objects: bit 61, the VDI id sheep hashes from the name, and
+# the attribute's slot in bits 0-31.
+VDI_ATTR_BIT = 1 << 61
+
+# struct sheepdog_vdi_attr: name, tag, ctime, snap_id, value_len, key
+# (ATTR_HEADER_SIZE bytes), then a 64 KiB value; the object is the
+# whole struct, and GET_VDI_ATTR carries it whole, as dog sends it.
+MAX_VDI_ATTR_KEY_LEN = 256
+MAX_VDI_ATTR_VALUE_LEN = 65536
+_ATTR_HEADER = struct.Struct('<256s256sQII256s')
+ATTR_HEADER_SIZE = _ATTR_HEADER.size
+ATTR_OBJ_SIZE = ATTR_HEADER_SIZE + MAX_VDI_ATTR_VALUE_LEN
 
 # struct sd_inode, the fields read here. The header (everything before
 # data_vdi_id) is 4664 bytes: name and tag (256 each), five 64-bit
 # times and sizes, four policy bytes, three 32-bit ids, btree_counter and
 # 1023 unused 32-bit words.
+INODE_CTIME_OFFSET = 512
 INODE_VDI_SIZE_OFFSET = 536
 INODE_PARENT_OFFSET = 564
 INODE_CHILDREN_OFFSET = 568
@@ -184,6 +205,11 @@ def vdi_oid(vid):
     return VDI_BIT | (vid << VDI_SPACE_SHIFT)
 
 
+def attr_oid(vid, attr_id):
+    """The object id of attribute slot attr_id of the VDI id vid."""
+    return (vid << VDI_SPACE_SHIFT) | VDI_ATTR_BIT | attr_id
+
+
 def data_oid(vid, index):
     """The object id of the index-th data object owned by VDI vid."""
     return (vid << VDI_SPACE_SHIFT) | index
@@ -235,6 +261,48 @@ def pack_vdi_info(req_id, name, snapid=0, tag=''):
     snapid 0 and an empty tag name the writable (current) VDI.
     """
     return pack_vdi(OP_GET_VDI_INFO, req_id, name, snapid, tag)
+
+
+def pack_vdi_attr(req_id, sheep_version, name, key, value=b'', flags=0):
+    """GET_VDI_ATTR of key on the current VDI name, as dog sends it.
+
+    flags (FLAG_CMD_CREAT, _EXCL, _DEL) choose set, exclusive set or
+    delete; none looks the attribute up. The data is a whole
+    struct sheepdog_vdi_attr: sheep writes what it receives.
+    """
+    value = value.encode('utf-8') if not isinstance(value, bytes) else value
+    if len(value) > MAX_VDI_ATTR_VALUE_LEN:
+        raise ValueError('VDI attribute value too long for sheep')
+    data = _ATTR_HEADER.pack(_name_bytes(name, MAX_VDI_LEN), b'', 0, 0,
+                             len(value),
+                             _name_bytes(key, MAX_VDI_ATTR_KEY_LEN))
+    data += value.ljust(MAX_VDI_ATTR_VALUE_LEN, b'\0')
+    header = _REQ_VDI.pack(sheep_version, OP_GET_VDI_ATTR,
+                           FLAG_CMD_WRITE | flags, 0, req_id, len(data), 0,
+                           0, 0, 0, 0, 0, 0, 0)
+    return header + data
+
+
+def unpack_vdi_attr(raw):
+    """(name, ctime, key, value) of an attribute object's first bytes.
+
+    ctime is the create_time of the VDI the attribute was set on (sheep
+    copies it from the inode on every set). value is None when raw ends
+    before value_len bytes of it.
+    """
+    name, _tag, ctime, _snap, value_len, key = _ATTR_HEADER.unpack_from(
+        bytes(raw[:ATTR_HEADER_SIZE]))
+    value = None
+    if len(raw) >= ATTR_HEADER_SIZE + value_len:
+        value = bytes(raw[ATTR_HEADER_SIZE:ATTR_HEADER_SIZE + value_len])
+    return name.rstrip(b'\0'), ctime, key.rstrip(b'\0'), value
+
+
+def pack_vdi_attr_obj(name, key, value, ctime):
+    """An attribute object as sheep stores it (for test servers)."""
+    return _ATTR_HEADER.pack(_name_bytes(name, MAX_VDI_LEN), b'', ctime, 0,
+                             len(value),
+                             _name_bytes(key, MAX_VDI_ATTR_KEY_LEN)) + value
 
 
 def pack_stat_cluster(req_id, sheep_version):
@@ -306,14 +374,15 @@ class Response(object):
 
     __slots__ = ('proto_ver', 'opcode', 'flags', 'epoch', 'id',
                  'data_length', 'result', 'vdi_id', 'copies',
-                 'block_size_shift', 'nr_nodes')
+                 'block_size_shift', 'nr_nodes', 'attr_id')
 
     def __init__(self, raw):
         # sd_rsp.node.nr_nodes (GET_NODE_LIST) shares its place with
         # sd_rsp.vdi.rsvd.
         (self.proto_ver, self.opcode, self.flags, self.epoch, self.id,
-         self.data_length, self.result, self.nr_nodes, self.vdi_id, _attr,
-         self.copies, self.block_size_shift) = _RSP.unpack(bytes(raw))
+         self.data_length, self.result, self.nr_nodes, self.vdi_id,
+         self.attr_id, self.copies, self.block_size_shift) = _RSP.unpack(
+             bytes(raw))
 
 
 def unpack_response(raw):
@@ -326,10 +395,10 @@ def unpack_response(raw):
 
 def pack_response(req_id, opcode, result, data_length=0, vdi_id=0,
                   proto_ver=PROTO_VER, copies=0, block_size_shift=0,
-                  nr_nodes=0):
+                  nr_nodes=0, attr_id=0):
     """A response header, as sheep sends one (for test servers)."""
     return _RSP.pack(proto_ver, opcode, 0, 0, req_id, data_length, result,
-                     nr_nodes, vdi_id, 0, copies, block_size_shift)
+                     nr_nodes, vdi_id, attr_id, copies, block_size_shift)
 
 
 def unpack_request(raw):
@@ -368,6 +437,7 @@ class InodeFields(object):
     def __init__(self, raw):
         fields = _INODE_FIELDS.unpack(bytes(raw[:INODE_FIELDS_SIZE]))
         self.name = fields[0].rstrip(b'\0')
+        self.create_time = fields[2]
         self.vdi_size = fields[5]
         self.copy_policy = fields[7]
         self.store_policy = fields[8]
@@ -384,9 +454,10 @@ class InodeFields(object):
 
 def pack_inode_fields(name, vdi_size, vdi_id, parent_vdi_id=0,
                       block_size_shift=DEFAULT_BLOCK_SIZE_SHIFT,
-                      store_policy=0, snap_id=1, nr_copies=1):
+                      store_policy=0, snap_id=1, nr_copies=1,
+                      create_time=0):
     """An inode's first INODE_FIELDS_SIZE bytes (for test servers)."""
     name = name.encode('utf-8') if not isinstance(name, bytes) else name
-    return _INODE_FIELDS.pack(name, b'', 0, 0, 0, vdi_size, 0, 0,
+    return _INODE_FIELDS.pack(name, b'', create_time, 0, 0, vdi_size, 0, 0,
                               store_policy, nr_copies, block_size_shift,
                               snap_id, vdi_id, parent_vdi_id)

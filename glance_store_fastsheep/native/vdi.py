@@ -24,6 +24,10 @@ one ``dog`` handled:
 * record: the ``data_vdi_id`` entries (offset 4664 + 4 x index) of
   objects written, one ``WRITE_OBJ`` per run of entries, as ``dog vdi
   write`` records each object it created.
+* mark (an upload in progress): the VDI attribute ``PARTIAL_KEY``
+  (``GET_VDI_ATTR``, as ``dog vdi setattr``/``getattr`` send it), set
+  right after ``NEW_VDI`` and deleted once the upload's last inode
+  update was acknowledged; see ``is_partial``.
 * delete: the entries zeroed in runs (sheep drops a reference to each
   object whose entry changes, and removes the object at the last one),
   then ``DEL_VDI``, then ``GET_VDI_INFO`` must answer ``NO_VDI``: sheep
@@ -47,6 +51,11 @@ from glance_store_fastsheep.native import proto
 TABLE_ENTRIES = 16384
 # Entries zeroed per WRITE_OBJ on delete: dog's NR_BATCHED_DISCARD.
 DELETE_BATCH = 128
+
+# The VDI attribute marking an image whose upload has not completed:
+# ``dog vdi getattr IMAGE glance_store_fastsheep.partial`` prints
+# ``vdi=<hex id>`` while it is set.
+PARTIAL_KEY = 'glance_store_fastsheep.partial'
 
 _UINT32 = struct.Struct('<I')
 
@@ -154,6 +163,96 @@ def create(session, name, size):
         return vdi
     vid = new.response.vdi_id
     return Vdi(vid, read_inode_fields(session, vid))
+
+
+def _attr_request(session, name, key, flags, value=b''):
+    """GET_VDI_ATTR of key on name, answered with its own result.
+
+    An internal operation: sent with the cluster's SD_SHEEP_PROTO_VER,
+    the one known from an earlier internal request or else each known
+    one until sheep stops answering VER_MISMATCH. The request is the
+    same whole struct ``dog`` sends, so resending it after a failover
+    sets or deletes the same attribute slot again.
+    """
+    known = getattr(getattr(session, 'cluster', None), 'sheep_version',
+                    None)
+    versions = sorted(proto.SHEEP_VERSIONS, reverse=True)
+    if known in versions:
+        versions.remove(known)
+        versions.insert(0, known)
+    for version in versions:
+        request = connection.Request(
+            proto.OP_GET_VDI_ATTR, header_data=lambda req_id, v=version:
+                proto.pack_vdi_attr(req_id, v, name, key, value, flags))
+        answer = session.call_raw(request)
+        if answer.result == proto.VER_MISMATCH:
+            continue
+        if getattr(session, 'cluster', None) is not None:
+            session.cluster.sheep_version = version
+        return answer
+    raise connection.Unsupported(
+        '%s answered %s to GET_VDI_ATTR with every known internal '
+        'protocol version: %s' % (session.where(), proto.result_text(
+            proto.VER_MISMATCH), connection.WAY_OUT))
+
+
+def _partial_value(vdi):
+    return ('vdi=%x' % vdi.vid).encode('ascii')
+
+
+def mark_partial(session, name, vdi):
+    """Mark vdi (the current VDI name) as an upload in progress.
+
+    A plain set (no EXCL): sheep writes the attribute's first slot
+    whatever it held, so a marker an earlier VDI of the name left is
+    overwritten, and a resent request does the same again.
+    """
+    answer = _attr_request(session, name, PARTIAL_KEY, proto.FLAG_CMD_CREAT,
+                           _partial_value(vdi))
+    if answer.result != proto.SUCCESS:
+        raise connection.error_for(answer.result, session.where(),
+                                   'GET_VDI_ATTR (set %s)' % PARTIAL_KEY,
+                                   name)
+
+
+def clear_partial(session, name):
+    """Delete the upload-in-progress marker of name (done or absent).
+
+    NO_OBJ (no such attribute) is success: a resent delete whose first
+    attempt deleted it answers so.
+    """
+    answer = _attr_request(session, name, PARTIAL_KEY, proto.FLAG_CMD_DEL)
+    if answer.result not in (proto.SUCCESS, proto.NO_OBJ):
+        raise connection.error_for(answer.result, session.where(),
+                                   'GET_VDI_ATTR (delete %s)' % PARTIAL_KEY,
+                                   name)
+
+
+def is_partial(session, name, vdi):
+    """Whether vdi (the current VDI name) carries this client's marker.
+
+    Sheep keeps attributes by name, not by VDI, and deleting a VDI
+    leaves them: a marker counts only when its value names vdi's id and
+    its ctime (copied from the inode when it was set) is vdi's
+    create_time. So an image ``dog`` or the Pike driver wrote (never
+    marked) and a complete image made after a marked VDI was deleted
+    by hand are never taken for partial.
+    """
+    answer = _attr_request(session, name, PARTIAL_KEY, 0)
+    if answer.result in (proto.NO_OBJ, proto.NO_VDI):
+        return False
+    if answer.result != proto.SUCCESS:
+        raise connection.error_for(answer.result, session.where(),
+                                   'GET_VDI_ATTR (look up %s)' % PARTIAL_KEY,
+                                   name)
+    wanted = _partial_value(vdi)
+    buf = bytearray(proto.ATTR_HEADER_SIZE + len(wanted))
+    session.call(connection.Request(
+        proto.OP_READ_OBJ, proto.attr_oid(answer.response.vdi_id,
+                                          answer.response.attr_id),
+        0, len(buf), memoryview(buf), proto.FLAG_CMD_DIRECT))
+    _name, ctime, _key, value = proto.unpack_vdi_attr(buf)
+    return value == wanted and ctime == vdi.inode.create_time
 
 
 def set_size(session, vdi, size):

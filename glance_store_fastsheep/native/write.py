@@ -37,6 +37,14 @@ resends the writes and inode updates not acknowledged yet (``cluster``).
 On failure the objects created and not recorded are removed with
 ``REMOVE_OBJ`` and the VDI is deleted (``vdi.delete``), on a fresh
 connection to any live member.
+
+When no member can be reached, that cleanup cannot run: the VDI stays.
+It carries the ``vdi.PARTIAL_KEY`` attribute from right after
+``NEW_VDI`` until its last inode update was acknowledged, so a later
+upload of the same image id that meets it (VDI_EXIST) knows it for a
+leftover, removes it and creates the image again; a VDI without that
+marker, or with one an earlier VDI of the name left, gives Duplicate as
+before (``vdi.is_partial``).
 """
 
 import collections
@@ -177,6 +185,8 @@ class Writer(object):
         self.settings = settings
         self.name = name
         self.vdi = None
+        # Whether the VDI carries the partial marker (mark_partial done).
+        self.marked = False
         self.created = set()
         self.recorded = set()
         self._acked = []
@@ -302,8 +312,30 @@ class Writer(object):
         hasher.settle()
         return written
 
+    def _create(self, size):
+        """Create and mark the VDI; replace a marked leftover of name.
+
+        self.vdi is set before the marker: if marking fails, clean_up
+        deletes the VDI like any partial one.
+        """
+        try:
+            self.vdi = vdi_ops.create(self.session, self.name, size)
+        except exceptions.Duplicate:
+            old = vdi_ops.find(self.session, self.name)
+            if old is None or not vdi_ops.is_partial(self.session,
+                                                     self.name, old):
+                raise
+            LOG.warning('Replacing sheepdog image %s (vdi %x): an earlier '
+                        'upload of it did not complete (marked %s)',
+                        self.name, old.vid, vdi_ops.PARTIAL_KEY)
+            self._remove(self.session, old, unrecorded(self.session, old))
+            vdi_ops.delete(self.session, self.name)
+            self.vdi = vdi_ops.create(self.session, self.name, size)
+        vdi_ops.mark_partial(self.session, self.name, self.vdi)
+        self.marked = True
+
     def _write(self, source, hasher, image_size):
-        self.vdi = vdi_ops.create(self.session, self.name, image_size)
+        self._create(image_size)
         object_size = self.vdi.object_size
         known = image_size > 0
         offset = 0
@@ -343,6 +375,9 @@ class Writer(object):
             raise exceptions.BackendException(
                 'upload of %s: %d object(s) written but not recorded'
                 % (self.name, len(self.created - self.recorded)))
+        # Only now is the image complete: from here on a later upload
+        # of the same id meets Duplicate.
+        vdi_ops.clear_partial(self.session, self.name)
         return offset
 
     def clean_up(self):
@@ -360,8 +395,15 @@ class Writer(object):
             session = cluster.FailoverSession(
                 self.settings, self.name, cluster=self.session.cluster)
         except exceptions.BackendException as exc:
-            LOG.error('Could not remove the partial sheepdog image %s: %s',
-                      self.name, exc)
+            if self.marked:
+                LOG.error('Could not remove the partial sheepdog image %s '
+                          '(vdi %x, marked %s: an upload of the same image '
+                          'id replaces it): %s', self.name, self.vdi.vid,
+                          vdi_ops.PARTIAL_KEY, exc)
+            else:
+                LOG.error('Could not remove the partial sheepdog image %s '
+                          '(vdi %x, not marked %s: delete it by hand): %s',
+                          self.name, self.vdi.vid, vdi_ops.PARTIAL_KEY, exc)
             return
         try:
             current = vdi_ops.look_up(session, self.name)
@@ -375,7 +417,7 @@ class Writer(object):
                 table = vdi_ops.Table(session, current.vid, last)
                 orphans = [index for index in sorted(self.created)
                            if table.owner(index) != current.vid]
-                self._remove(session, orphans)
+                self._remove(session, self.vdi, orphans)
             vdi_ops.delete(session, self.name)
             LOG.info('Deleted the partial sheepdog image %s', self.name)
         except Exception as exc:
@@ -386,23 +428,25 @@ class Writer(object):
         finally:
             session.close()
 
-    def _remove(self, session, indexes):
-        requests = [connection.Request(
-            proto.OP_REMOVE_OBJ, proto.data_oid(self.vdi.vid, index),
-            copies=self.vdi.inode.nr_copies,
-            copy_policy=self.vdi.inode.copy_policy, tag=(index, False))
-            for index in indexes]
-        if not requests:
-            return
-        session.send(requests)
-        for request in requests:
-            while not request.done:
-                answered = session.receive_one()
-                if answered.result == proto.NO_OBJ:
-                    # Its data never reached sheep: nothing to remove.
-                    answered.done = True
-                else:
-                    session.settle(answered)
+    @staticmethod
+    def _remove(session, vdi, indexes):
+        """REMOVE_OBJ vdi's data objects of indexes, DELETE_BATCH at once."""
+        indexes = list(indexes)
+        for start in range(0, len(indexes), vdi_ops.DELETE_BATCH):
+            requests = [connection.Request(
+                proto.OP_REMOVE_OBJ, proto.data_oid(vdi.vid, index),
+                copies=vdi.inode.nr_copies,
+                copy_policy=vdi.inode.copy_policy, tag=(index, False))
+                for index in indexes[start:start + vdi_ops.DELETE_BATCH]]
+            session.send(requests)
+            for request in requests:
+                while not request.done:
+                    answered = session.receive_one()
+                    if answered.result == proto.NO_OBJ:
+                        # Its data never reached sheep: nothing to remove.
+                        answered.done = True
+                    else:
+                        session.settle(answered)
 
     def drain(self):
         """Wait for the answers of requests in flight on a healthy session.
@@ -418,6 +462,22 @@ class Writer(object):
         except Exception as exc:
             LOG.debug('Requests in flight of %s not all answered: %s',
                       self.name, exc)
+
+
+def unrecorded(session, vdi):
+    """Indexes within vdi's size its table does not give to vdi.
+
+    Where a partial upload's orphans can be: every object it sent lies
+    within the VDI's size (an upload of unknown size grows the VDI
+    before each object), and the ones never recorded are not deleted
+    with the VDI. Most of these are holes, which answer NO_OBJ.
+    """
+    if not vdi.size:
+        return []
+    last = (vdi.size - 1) // vdi.object_size
+    table = vdi_ops.Table(session, vdi.vid, last)
+    return [index for index in range(last + 1)
+            if table.owner(index) != vdi.vid]
 
 
 def write_image(settings, name, source, digest, image_size):

@@ -13,7 +13,10 @@
 
 Serves GET_VDI_INFO, READ_OBJ, NEW_VDI, CREATE_AND_WRITE_OBJ, WRITE_OBJ
 (of data objects and of inodes: vdi_size and data_vdi_id entries),
-REMOVE_OBJ, DEL_VDI and STAT_CLUSTER for images held in memory, on a
+REMOVE_OBJ, DEL_VDI, STAT_CLUSTER and GET_VDI_ATTR (as sheep's
+cluster_get_vdi_attr: attributes kept by name, left when the VDI is
+deleted, each carrying the create_time of the VDI it was set on) for
+images held in memory, on a
 loopback port the system chooses, one thread per connection. DEL_VDI
 behaves as sheep 1.0.1's does: with entries still recorded it answers
 success and deletes nothing. The requests that arrive
@@ -27,6 +30,7 @@ import select
 import socket
 import struct
 import threading
+import zlib
 
 from glance_store_fastsheep.native import proto
 
@@ -44,13 +48,16 @@ class Image(object):
         self.store_policy = 0
         self.parent = 0
         self.nr_copies = 1
+        # sheep's create_time: seconds << 32 | nanoseconds.
+        self.create_time = (0x5f000000 + vid) << 32
 
     def inode_bytes(self, offset, length):
         """length bytes at offset of the inode object, built on demand."""
         fields = proto.pack_inode_fields(self.name, self.size, self.vid,
                                          self.parent, self.block_size_shift,
                                          self.store_policy,
-                                         nr_copies=self.nr_copies)
+                                         nr_copies=self.nr_copies,
+                                         create_time=self.create_time)
         out = bytearray(length)
         for pos in range(offset, offset + length):
             if pos < len(fields):
@@ -79,12 +86,14 @@ class FakeSheep(object):
             self.images = {}  # (name, snapid) -> Image
             self.by_vid = {}
             self.objects = {}  # data oid -> bytes
+            self.attrs = {}  # attribute oid -> the object's bytes
             self._shared = {'next_vid': 0x10, 'members': []}
             self.lock = threading.Lock()
         else:
             self.images = peer.images
             self.by_vid = peer.by_vid
             self.objects = peer.objects
+            self.attrs = peer.attrs
             self._shared = peer._shared
             self.lock = peer.lock
         self.fault = None  # (n-th data READ_OBJ, kind, argument)
@@ -294,6 +303,17 @@ class FakeSheep(object):
                                                  proto.SUCCESS,
                                                  vdi_id=image.vid))
             return True
+        if oid & proto.VDI_ATTR_BIT and not oid & proto.VDI_BIT:
+            body = self.attrs.get(oid)
+            if body is None:
+                conn.sendall(proto.pack_response(req_id, opcode,
+                                                 proto.NO_OBJ))
+                return True
+            body = body.ljust(proto.ATTR_OBJ_SIZE, b'\0')
+            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
+                                             length) +
+                         body[offset:offset + length])
+            return True
         if oid & proto.VDI_BIT:
             image = self.by_vid.get((oid >> 32) & 0xffffff)
             if image is None:
@@ -495,7 +515,50 @@ class FakeSheep(object):
             proto_ver=self.sheep_version,
             nr_nodes=len(self.members)) + body
 
+    def attr_slot(self, name, key):
+        """The attribute oid of key on name: (name hash, slot hash)."""
+        name = name.encode('utf-8') if not isinstance(name, bytes) else name
+        key = key.encode('utf-8') if not isinstance(key, bytes) else key
+        return proto.attr_oid(zlib.crc32(name) & 0xffffff,
+                              zlib.crc32(name + b'/' + key) & 0xffffffff)
+
+    def _vdi_attr(self, req_id, opcode, length, oid, offset, snapid, data,
+                  fields):
+        if fields.proto_ver != self.sheep_version:
+            return proto.pack_response(req_id, opcode, proto.VER_MISMATCH)
+        if length != proto.ATTR_OBJ_SIZE:
+            return proto.pack_response(req_id, opcode, 0x05)
+        name, _ctime, key, value = proto.unpack_vdi_attr(data)
+        image = self.images.get((name.decode('utf-8'), snapid))
+        if image is None:
+            return proto.pack_response(req_id, opcode, proto.NO_VDI)
+        slot = self.attr_slot(name, key)
+        stored = self.attrs.get(slot)
+        present = stored is not None and proto.unpack_vdi_attr(
+            stored)[0] == name
+        flags = fields.flags
+        if flags & proto.FLAG_CMD_CREAT and not (
+                flags & proto.FLAG_CMD_EXCL and present):
+            self.attrs[slot] = proto.pack_vdi_attr_obj(
+                name, key, value, image.create_time)
+            result = proto.SUCCESS
+        elif not present:
+            result = proto.NO_OBJ
+        elif flags & proto.FLAG_CMD_EXCL:
+            result = proto.VDI_EXIST
+        elif flags & proto.FLAG_CMD_DEL:
+            # sheep zeroes the name's first byte; the object stays.
+            self.attrs[slot] = b'\0' + stored[1:]
+            result = proto.SUCCESS
+        else:
+            result = proto.SUCCESS
+        return proto.pack_response(req_id, opcode, result,
+                                   vdi_id=(slot >> 32) & 0xffffff,
+                                   attr_id=slot & 0xffffffff,
+                                   proto_ver=self.sheep_version)
+
     _HANDLERS = {
+        proto.OP_GET_VDI_ATTR: _vdi_attr,
         proto.OP_GET_NODE_LIST: _node_list,
         proto.OP_NEW_VDI: _new_vdi,
         proto.OP_CREATE_AND_WRITE_OBJ: _write_obj,
