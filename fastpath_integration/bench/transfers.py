@@ -95,6 +95,11 @@ def _store(params):
                                     uri=uri)
 
 
+def store(params):
+    """(store, location) of params' driver and VDI, configured."""
+    return _store(params)
+
+
 def _consume(store, loc, digest=None):
     """Bytes of one get(), consumed whole.
 
