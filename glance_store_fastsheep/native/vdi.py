@@ -149,6 +149,9 @@ def create(session, name, size):
     created nothing) are retried. When the session failed over with the
     request unanswered (its ``failovers`` changed) and the resend found
     the name taken, the lost reply was a success: the VDI is looked up.
+    Unless it is another size, or marked partial (``is_partial``: the
+    marker comes only after create returned, so a marked VDI is an
+    earlier upload's): then it is a Duplicate after all.
     """
     before = session.failovers
     try:
@@ -158,7 +161,7 @@ def create(session, name, size):
         if session.failovers == before:
             raise
         vdi = look_up(session, name)
-        if vdi.size != size:
+        if vdi.size != size or is_partial(session, name, vdi):
             raise
         return vdi
     vid = new.response.vdi_id

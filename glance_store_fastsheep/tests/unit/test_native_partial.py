@@ -27,6 +27,7 @@ from glance_store import exceptions
 from glance_store_fastsheep import client
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
+from glance_store_fastsheep.tests.unit import fake_sheep
 from glance_store_fastsheep.tests.unit import test_native_client
 from glance_store_fastsheep.tests.unit import test_native_failover
 
@@ -147,3 +148,19 @@ class PartialTest(test_native_failover.FailoverTestCase):
         self.retry(data)
         self.assertEqual(data, self.first.image_bytes('img'))
         self.assertNothingLeft()
+
+    def test_lost_new_vdi_reply_does_not_adopt_a_marked_leftover(self):
+        # The resent NEW_VDI finds the name taken: a VDI of the same
+        # size, but an earlier upload's (marked), is replaced, not
+        # written into.
+        data = os.urandom(6 * OBJECT)
+        vid = self.leave_partial(data)
+        third = fake_sheep.FakeSheep(self.first)
+        self.addCleanup(third.close)
+        self.first.reply_fault = (proto.OP_NEW_VDI, 1, 'reset')
+        self.retry(data)
+        self.assertIn('Replacing sheepdog image img (vdi %x)' % vid,
+                      self.log.output)
+        self.assertNotEqual(vid, self.first.images['img', 0].vid)
+        self.assertEqual(data, self.first.image_bytes('img'))
+        self.assertIsNone(self.marker())
