@@ -100,7 +100,7 @@ class ClientError(Exception):
 # one). Loading by name is how oslo drivers are picked, too.
 CLIENT_CLASSES = {
     NATIVE: 'glance_store_fastsheep.native.client.NativeClient',
-    DOG: 'glance_store_fastsheep.dog_client.DogClient',
+    DOG: 'glance_store_fastsheep.dog.client.DogClient',
 }
 
 

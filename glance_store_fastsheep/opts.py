@@ -31,7 +31,7 @@ there; test_opts fails until they match).
 from oslo_config import cfg
 from oslo_utils import units
 
-from glance_store_fastsheep import dog_command
+from glance_store_fastsheep.dog import command as dog_command
 
 # Sheepdog stores a VDI as 4 MiB objects; transfers that start and end on
 # object boundaries never make two writers touch one object.

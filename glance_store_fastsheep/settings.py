@@ -22,7 +22,7 @@ from oslo_log import log as logging
 from oslo_utils import units
 
 from glance_store_fastsheep import client
-from glance_store_fastsheep import dog_command
+from glance_store_fastsheep.dog import command as dog_command
 from glance_store_fastsheep import opts
 
 LOG = logging.getLogger(__name__)

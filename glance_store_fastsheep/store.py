@@ -34,10 +34,10 @@ from oslo_utils import timeutils
 from oslo_utils import units
 
 from glance_store_fastsheep import client as client_mod
-from glance_store_fastsheep import dog_command
+from glance_store_fastsheep.dog import command as dog_command
+from glance_store_fastsheep import image_data
 from glance_store_fastsheep import opts
 from glance_store_fastsheep import settings as settings_mod
-from glance_store_fastsheep import upload
 
 LOG = logging.getLogger(__name__)
 
@@ -280,13 +280,13 @@ class Store(driver.Store):
         elif hashing_algo:
             multihash = _hasher(hashing_algo)
             hashers.append(multihash)
-        digest = upload.Digest(hashers, verifier)
+        digest = image_data.Digest(hashers, verifier)
         started = timeutils.now()
         if not image_size or image_size < 0:
             image_size = 0  # unknown: a chunked upload
         # The client deletes what it created when it fails.
-        written = self.client.write(name, upload.Source(image_file), digest,
-                                    image_size)
+        written = self.client.write(name, image_data.Source(image_file),
+                                    digest, image_size)
         elapsed = max(timeutils.now() - started, 1e-6)
         LOG.info('Stored image %s in sheepdog at %s:%d: %d bytes in %.2fs '
                  '(%.1f MB/s)', name, current.address, current.port,

@@ -266,7 +266,7 @@ class _AllReaders(object):
         self.store = store
 
     def get(self, loc):
-        from glance_store_fastsheep import readahead
+        from glance_store_fastsheep.dog import readahead
         where = loc.store_location
         size = self.store.get_size(loc)
         return readahead.ReadAheadStream(

@@ -82,7 +82,7 @@ def error_for(result, where, what, name):
     StorageFull (413), InUseByStore (409 on delete: a VM holds the
     VDI's lock) and Forbidden (a read-only object: a snapshot's). Any
     other result is a BackendException naming sheep's code and the node.
-    dog_command.error_for maps ``dog``'s messages for the same codes.
+    dog.command.error_for maps ``dog``'s messages for the same codes.
     """
     text = proto.result_text(result)
     if result == proto.VDI_EXIST:

@@ -185,7 +185,7 @@ class NativeStream(object):
 
     def __iter__(self):
         if self._gen is None:
-            # A module-level generator: see download.ReadStream.
+            # A module-level generator: see dog.read.ReadStream.
             self._gen = _stream(*self._args)
         return self._gen
 

@@ -19,8 +19,8 @@ import time
 import fixtures
 from glance_store import exceptions
 
-from glance_store_fastsheep import download
-from glance_store_fastsheep import readahead
+from glance_store_fastsheep.dog import read as dog_read
+from glance_store_fastsheep.dog import readahead
 from glance_store_fastsheep.tests.functional import base
 from glance_store_fastsheep.tests.unit import base as unit_base
 
@@ -56,12 +56,12 @@ def _hold_budget(test, size):
 
     Returns the function that gives them back (also run at cleanup, once).
     """
-    test.assertTrue(download.BUDGET.take(size, size))
+    test.assertTrue(dog_read.BUDGET.take(size, size))
     held = [size]
 
     def give_back():
         while held:
-            download.BUDGET.give(held.pop())
+            dog_read.BUDGET.give(held.pop())
     test.addCleanup(give_back)
     return give_back
 
@@ -70,13 +70,13 @@ def _other_readers(test, count):
     """Count readers of another download; returns their end (run once)."""
     running = []
     for _reader in range(count):
-        download.BUDGET.reader_started()
+        dog_read.BUDGET.reader_started()
         running.append(1)
 
     def done():
         while running:
             running.pop()
-            download.BUDGET.reader_done()
+            dog_read.BUDGET.reader_done()
     test.addCleanup(done)
     return done
 
@@ -114,8 +114,8 @@ class _Base(base.FunctionalTestCase):
     def assertNothingLeft(self, vdis=()):
         """Nothing left (see base), and the read-ahead budget whole."""
         super(_Base, self).assertNothingLeft(vdis)
-        self.assertEqual((0, 0), (download.BUDGET.held,
-                                  download.BUDGET.readers))
+        self.assertEqual((0, 0), (dog_read.BUDGET.held,
+                                  dog_read.BUDGET.readers))
 
 
 class ReadAheadTest(_Base):
@@ -392,8 +392,8 @@ class BudgetTest(_Base):
         held = []
         for piece in sd.get(self.location(name))[0]:
             got.append(piece)
-            held.append(download.BUDGET.held)
-            self.assertLessEqual(download.BUDGET.held, limit)
+            held.append(dog_read.BUDGET.held)
+            self.assertLessEqual(dog_read.BUDGET.held, limit)
         return b''.join(got), held
 
     def test_end_of_image_gives_the_budget_back(self):
@@ -463,8 +463,8 @@ class BudgetTest(_Base):
         self.addCleanup(stream.close)
         iterator = iter(stream)
         self.assertEqual(self.data[:self.READ_SIZE], next(iterator))
-        self.assertEqual(3 * WINDOW, download.BUDGET.held)
-        self.assertLessEqual(1, download.BUDGET.readers)
+        self.assertEqual(3 * WINDOW, dog_read.BUDGET.held)
+        self.assertLessEqual(1, dog_read.BUDGET.readers)
         stream.close()
         self.assertNothingLeft(['img'])
 

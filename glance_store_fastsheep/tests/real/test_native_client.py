@@ -31,11 +31,11 @@ from oslo_utils import units
 from oslotest import base
 
 from fastpath_integration.harness import sheepdog
+from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import client as native_client
 from glance_store_fastsheep.native import vdi
 from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.real import base as real_base
-from glance_store_fastsheep import upload
 
 OBJECT = 4 * units.Mi
 
@@ -102,7 +102,7 @@ class ReleaseCluster(object):
         if source is None:
             source = io.BytesIO(data)
         written = self.client.write(name, source,
-                                    upload.Digest([md5], None),
+                                    image_data.Digest([md5], None),
                                     len(data) if size is None else size)
         self.assertEqual(len(data), written)
         self.assertEqual(hashlib.md5(data).hexdigest(), md5.hexdigest())
@@ -281,7 +281,7 @@ class WriteFaultTest(real_base.RealCluster, base.BaseTestCase):
         error = None
         try:
             self.client.write('victim', Source(),
-                              upload.Digest([hashlib.md5()], None),
+                              image_data.Digest([hashlib.md5()], None),
                               self.SIZE)
         except exceptions.BackendException as exc:
             error = exc

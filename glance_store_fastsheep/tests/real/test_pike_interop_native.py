@@ -21,11 +21,11 @@ import os
 
 from glance_store import location
 
+from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import client as native_client
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.tests.real import test_native_client
 from glance_store_fastsheep.tests.real import test_native_read
-from glance_store_fastsheep import upload
 
 try:
     from glance_store._drivers import sheepdog as pike_sheepdog
@@ -70,7 +70,7 @@ class PikeWrittenTest(test_native_read.NativeTestCase):
                            ('native-objects', 2 * OBJECT + 3 * 512)):
             data = os.urandom(size)
             writer.write(name, io.BytesIO(data),
-                         upload.Digest([hashlib.md5()], None), size)
+                         image_data.Digest([hashlib.md5()], None), size)
             uri = 'sheepdog://%s:%d:%s' % (self.cluster.address,
                                            self.cluster.port, name)
             loc = location.Location('sheepdog', pike_sheepdog.StoreLocation,

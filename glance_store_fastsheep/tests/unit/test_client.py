@@ -26,8 +26,8 @@ from glance_store import exceptions
 from oslo_config import cfg
 
 from glance_store_fastsheep import client
-from glance_store_fastsheep import dog_client
-from glance_store_fastsheep import dog_command
+from glance_store_fastsheep.dog import client as dog_client
+from glance_store_fastsheep.dog import command as dog_command
 from glance_store_fastsheep import opts
 from glance_store_fastsheep import settings as settings_mod
 from glance_store_fastsheep import store

@@ -25,6 +25,8 @@ from glance_store import exceptions
 from oslotest import base
 
 from glance_store_fastsheep import client
+from glance_store_fastsheep.dog import write as dog_write
+from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import client as native_client
 from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
@@ -33,7 +35,6 @@ from glance_store_fastsheep.tests import green_child
 from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
 from glance_store_fastsheep.tests.unit import test_native_read
-from glance_store_fastsheep import upload
 
 OBJECT = test_native_read.OBJECT
 payload = test_native_read.payload
@@ -53,7 +54,7 @@ class Chunks(object):
 
 
 def digest():
-    return upload.Digest([hashlib.md5(), hashlib.sha512()], None)
+    return image_data.Digest([hashlib.md5(), hashlib.sha512()], None)
 
 
 class ClientTestCase(test_native_read.FdsClosedMixin, base.BaseTestCase):
@@ -130,7 +131,7 @@ class WriteTest(ClientTestCase):
         self.write('img', payload(8 * OBJECT, seed=4))
         # Only the upload's own first write: one in flight at a time.
         self.assertEqual(1, self.sheep.max_create_batch)
-        self.assertEqual(0, upload.WRITERS.held)
+        self.assertEqual(0, dog_write.WRITERS.held)
 
     def test_thin_image_writes_no_zero_object(self):
         data = (payload(OBJECT) + b'\0' * (3 * OBJECT) +
@@ -207,7 +208,7 @@ class WriteTest(ClientTestCase):
                           io.BytesIO(data), digest(), len(data) - 1)
         self.assertEqual([], list(self.sheep.images))
         self.assertEqual({}, self.sheep.objects)
-        self.assertEqual(0, upload.WRITERS.held)
+        self.assertEqual(0, dog_write.WRITERS.held)
 
     def test_no_space_is_storage_full_and_orphans_are_removed(self):
         self.sheep.next_vid = 0x40
@@ -220,7 +221,7 @@ class WriteTest(ClientTestCase):
         # Nothing left: recorded objects went with their entries, the
         # ones never recorded by REMOVE_OBJ.
         self.assertEqual({}, self.sheep.objects)
-        self.assertEqual(0, upload.WRITERS.held)
+        self.assertEqual(0, dog_write.WRITERS.held)
         self.assertFdsClosed()
 
     def test_other_result_names_code_and_node(self):
@@ -285,7 +286,7 @@ class WriteTest(ClientTestCase):
         hashers = [Recording(hashlib.md5()), Recording(hashlib.sha512())]
         verifier = Recording(hashlib.sha256())
         self.client.write('img', io.BytesIO(data),
-                          upload.Digest(hashers, verifier), len(data))
+                          image_data.Digest(hashers, verifier), len(data))
         for sink, algo in zip(hashers + [verifier],
                               ('md5', 'sha512', 'sha256')):
             self.assertEqual(hashlib.new(algo, data).hexdigest(),
@@ -302,7 +303,7 @@ class WriteTest(ClientTestCase):
         data = payload(2 * OBJECT, seed=14)
         exc = self.assertRaises(ValueError, self.client.write, 'img',
                                 io.BytesIO(data),
-                                upload.Digest([hashlib.md5()], Broken()),
+                                image_data.Digest([hashlib.md5()], Broken()),
                                 len(data))
         self.assertIn('verifier refused', str(exc))
         self.assertEqual([], list(self.sheep.images))
@@ -458,7 +459,7 @@ def green_write():
     md5 = hashlib.md5()
     sha512 = hashlib.sha512()
     written = native_client.NativeClient(settings).write(
-        'img', io.BytesIO(data), upload.Digest([md5, sha512], None),
+        'img', io.BytesIO(data), image_data.Digest([md5, sha512], None),
         len(data))
     ticks = ticker.stop()
     exact = sheep.image_bytes('img') == data

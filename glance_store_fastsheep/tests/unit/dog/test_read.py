@@ -9,18 +9,18 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The process-wide read-ahead budget (download.ReadBudget)."""
+"""The process-wide read-ahead budget (dog_read.ReadBudget)."""
 
 from oslotest import base
 
-from glance_store_fastsheep import download
+from glance_store_fastsheep.dog import read as dog_read
 from glance_store_fastsheep.tests.unit import base as unit_base
 
 
 class ReadBudgetTest(base.BaseTestCase):
 
     def test_takes_only_what_fits(self):
-        budget = download.ReadBudget()
+        budget = dog_read.ReadBudget()
         self.assertTrue(budget.take(60, 100))
         self.assertTrue(budget.take(40, 100))
         self.assertFalse(budget.take(1, 100))
@@ -33,14 +33,14 @@ class ReadBudgetTest(base.BaseTestCase):
         self.assertFalse(budget.take(1, 0))
 
     def test_counts_readers(self):
-        budget = download.ReadBudget()
+        budget = dog_read.ReadBudget()
         budget.reader_started()
         budget.reader_started()
         budget.reader_done()
         self.assertEqual(1, budget.readers)
 
     def test_threads_never_exceed_the_limit(self):
-        budget = download.ReadBudget()
+        budget = dog_read.ReadBudget()
         self.assertEqual([], unit_base.held_over_limit(
             budget, lambda: budget.take(2, 5), lambda: budget.give(2), 5))
         self.assertEqual(0, budget.held)

@@ -24,9 +24,10 @@ from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from glance_store_fastsheep import dog_command
+from glance_store_fastsheep.dog import command
+from glance_store_fastsheep.dog import pipe
+from glance_store_fastsheep.dog import process
 from glance_store_fastsheep import hub_safe
-from glance_store_fastsheep import pipe_io
 
 LOG = logging.getLogger(__name__)
 
@@ -90,9 +91,9 @@ class ReadProcess(object):
         self.received = 0
         self.idle_timeout = settings.transfer_timeout
         argv = settings.dog.argv('read', address, port, name, offset, length)
-        self.proc, read_fd, self._stderr = dog_command.spawn_transfer(
+        self.proc, read_fd, self._stderr = process.spawn_transfer(
             argv, settings.pipe_size, child_reads=False)
-        self.reader = pipe_io.PipeReader(
+        self.reader = pipe.PipeReader(
             read_fd, settings.read_size if buffered else 0,
             self.idle_timeout)
         LOG.debug('Started `%s` (pid %s)', ' '.join(argv), self.proc.pid)
@@ -130,8 +131,8 @@ class ReadProcess(object):
                 'output ended' % (self.name, self.idle_timeout))
         if status != 0:
             self._stderr.seek(0)
-            raise dog_command.error_for('read', self.name, status,
-                                        self._stderr.read())
+            raise command.error_for('read', self.name, status,
+                                    self._stderr.read())
         if self.received != self.length:
             raise exceptions.BackendException(
                 'sheepdog `vdi read` of %s ended after %d of %d bytes '

@@ -16,8 +16,8 @@ import threading
 
 from oslotest import base
 
+from glance_store_fastsheep.dog import pipe
 from glance_store_fastsheep import hub_safe
-from glance_store_fastsheep import pipe_io
 from glance_store_fastsheep.tests.compat import mock
 
 
@@ -35,26 +35,26 @@ class PipeSizeTest(base.BaseTestCase):
 
     def test_enlarged(self):
         read_fd = self._pipe()
-        pipe_io.set_pipe_size(read_fd, 256 * 1024)
+        pipe.set_pipe_size(read_fd, 256 * 1024)
         self.assertEqual(256 * 1024, fcntl.fcntl(read_fd, F_GETPIPE_SZ))
 
     def test_zero_keeps_kernel_default(self):
         read_fd = self._pipe()
         before = fcntl.fcntl(read_fd, F_GETPIPE_SZ)
-        pipe_io.set_pipe_size(read_fd, 0)
+        pipe.set_pipe_size(read_fd, 0)
         self.assertEqual(before, fcntl.fcntl(read_fd, F_GETPIPE_SZ))
 
     def test_refusal_keeps_kernel_size_and_warns_once(self):
         read_fd = self._pipe()
         other_fd = self._pipe()
         before = fcntl.fcntl(read_fd, F_GETPIPE_SZ)
-        with mock.patch.object(pipe_io, '_refusal_logged', []), \
-                mock.patch.object(pipe_io.LOG, 'warning') as warning:
+        with mock.patch.object(pipe, '_refusal_logged', []), \
+                mock.patch.object(pipe.LOG, 'warning') as warning:
             # Over the kernel's 2 GiB limit: refused (EINVAL) even for
             # root; no raise, the pipe keeps its size, and one warning
             # per process.
-            pipe_io.set_pipe_size(read_fd, (1 << 31) + 1)
-            pipe_io.set_pipe_size(other_fd, (1 << 31) + 1)
+            pipe.set_pipe_size(read_fd, (1 << 31) + 1)
+            pipe.set_pipe_size(other_fd, (1 << 31) + 1)
         self.assertEqual(before, fcntl.fcntl(read_fd, F_GETPIPE_SZ))
         self.assertEqual(1, warning.call_count)
 
@@ -74,7 +74,7 @@ class ReaderTest(base.BaseTestCase):
 
     def test_fills_whole_buffer_across_writes(self):
         read_fd, write_fd = self._pipe()
-        reader = pipe_io.PipeReader(read_fd, 8, idle_timeout=5)
+        reader = pipe.PipeReader(read_fd, 8, idle_timeout=5)
         self.addCleanup(reader.close)
         os.write(write_fd, b'abc')
         feeder = threading.Timer(0.05, os.write, (write_fd, b'defghij'))
@@ -86,7 +86,7 @@ class ReaderTest(base.BaseTestCase):
 
     def test_short_at_eof(self):
         read_fd, write_fd = self._pipe()
-        reader = pipe_io.PipeReader(read_fd, 8, idle_timeout=5)
+        reader = pipe.PipeReader(read_fd, 8, idle_timeout=5)
         self.addCleanup(reader.close)
         os.write(write_fd, b'xyz')
         os.close(write_fd)
@@ -95,7 +95,7 @@ class ReaderTest(base.BaseTestCase):
 
     def test_idle_timeout(self):
         read_fd, _write_fd = self._pipe()
-        reader = pipe_io.PipeReader(read_fd, 8, idle_timeout=0.2)
+        reader = pipe.PipeReader(read_fd, 8, idle_timeout=0.2)
         self.addCleanup(reader.close)
         self.assertRaises(hub_safe.Timeout, reader.fill, 8)
 
@@ -103,7 +103,7 @@ class ReaderTest(base.BaseTestCase):
         # A reader that keeps up with the child makes one read per piece;
         # a poll (or trampoline) comes only after a read found nothing.
         read_fd, write_fd = self._pipe()
-        reader = pipe_io.PipeReader(read_fd, 8, idle_timeout=1)
+        reader = pipe.PipeReader(read_fd, 8, idle_timeout=1)
         self.addCleanup(reader.close)
         flags = fcntl.fcntl(read_fd, fcntl.F_GETFL)
         self.assertTrue(flags & os.O_NONBLOCK)
@@ -126,13 +126,13 @@ class WriterTest(base.BaseTestCase):
         read_fd, write_fd = os.pipe()
         self.addCleanup(os.close, read_fd)
         with mock.patch.object(hub_safe, 'is_green', return_value=green):
-            writer = pipe_io.PipeWriter(write_fd, idle_timeout=5)
+            writer = pipe.PipeWriter(write_fd, idle_timeout=5)
         self.addCleanup(writer.close)
         return read_fd, writer
 
     def test_large_write_through_small_pipe(self):
         read_fd, write_fd = os.pipe()
-        writer = pipe_io.PipeWriter(write_fd, idle_timeout=5)
+        writer = pipe.PipeWriter(write_fd, idle_timeout=5)
         self.addCleanup(writer.close)
         data = os.urandom(3 * 1024 * 1024 + 7)
         received = []
@@ -188,7 +188,7 @@ class WriterTest(base.BaseTestCase):
 
     def test_reader_gone(self):
         read_fd, write_fd = os.pipe()
-        writer = pipe_io.PipeWriter(write_fd, idle_timeout=5)
+        writer = pipe.PipeWriter(write_fd, idle_timeout=5)
         self.addCleanup(writer.close)
         os.close(read_fd)
         exc = self.assertRaises((IOError, OSError), writer.write, b'x')
@@ -197,6 +197,6 @@ class WriterTest(base.BaseTestCase):
     def test_stalled_reader_times_out(self):
         read_fd, write_fd = os.pipe()
         self.addCleanup(os.close, read_fd)
-        writer = pipe_io.PipeWriter(write_fd, idle_timeout=0.2)
+        writer = pipe.PipeWriter(write_fd, idle_timeout=0.2)
         self.addCleanup(writer.close)
         self.assertRaises(hub_safe.Timeout, writer.write, b'x' * (1 << 20))

@@ -12,9 +12,9 @@
 """The ``dog`` client: every store operation through the sheepdog CLI.
 
 ``sheepdog_store_client = dog``. Downloads are ``dog vdi read``
-processes (``download``, ``readahead``), uploads ``dog vdi write``
-processes (``upload``), the rest ``dog vdi list``, ``create``,
-``resize`` and ``delete`` (``dog_command``). It is kept for operators
+processes (``dog.read``, ``dog.readahead``), uploads ``dog vdi write``
+processes (``dog.write``), the rest ``dog vdi list``, ``create``,
+``resize`` and ``delete`` (``dog.command``). It is kept for operators
 whose cluster only the command line tool is known to reach; the store
 does not look behind ``client.Client``.
 """
@@ -24,12 +24,12 @@ from oslo_log import log as logging
 from oslo_utils import excutils
 
 from glance_store_fastsheep import client
-from glance_store_fastsheep import dog_command
-from glance_store_fastsheep import download
+from glance_store_fastsheep.dog import listing
+from glance_store_fastsheep.dog import read
+from glance_store_fastsheep.dog import readahead
+from glance_store_fastsheep.dog import write
 from glance_store_fastsheep.native import connection as native_connection
 from glance_store_fastsheep.native import vdi as native_vdi
-from glance_store_fastsheep import readahead
-from glance_store_fastsheep import upload
 
 LOG = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class DogClient(client.Client):
     def read(self, address, port, name, offset, length):
         """One ``dog vdi read`` stream, or read-ahead beyond one window."""
         current = self.settings
-        stream_class = download.ReadStream
+        stream_class = read.ReadStream
         if current.read_concurrency > 1 and length > current.read_window:
             stream_class = readahead.ReadAheadStream
         return stream_class(current, address, port, name, offset, length)
@@ -76,7 +76,7 @@ class DogClient(client.Client):
         dog = self.settings.dog
         infos = [info for info in dog.list(address, port, name)
                  if info.name == name]
-        if dog_command.find_current(infos, name) is None:
+        if listing.find_current(infos, name) is None:
             raise exceptions.NotFound(
                 message='sheepdog image %s does not exist at %s:%d'
                 % (name, address, port))
@@ -95,14 +95,14 @@ class DogClient(client.Client):
         """``dog vdi create`` + object-aligned ``dog vdi write`` processes.
 
         No existence check first: ``vdi create`` refuses an existing
-        name (Duplicate, see dog_command.error_for), and a check would
+        name (Duplicate, see dog.command.error_for), and a check would
         cost one more CLI call per upload without closing the race.
         After the last write the VDI's size and its object table are
         checked, because ``dog`` can exit 0 for data sheep did not keep.
         """
         current = self.settings
-        uploader = upload.Uploader(current, current.address, current.port,
-                                   name)
+        uploader = write.Uploader(current, current.address, current.port,
+                                  name)
         try:
             if image_size and image_size > 0:
                 written = uploader.write_known(source, digest, image_size)

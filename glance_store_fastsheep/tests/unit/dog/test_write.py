@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The process-wide write budget (upload.WriteBudget, WRITERS)."""
+"""The process-wide write budget (dog_write.WriteBudget, WRITERS)."""
 
 import errno
 import io
@@ -22,12 +22,12 @@ import fixtures
 from glance_store import exceptions
 from oslotest import base as oslo_base
 
-from glance_store_fastsheep import dog_command
+from glance_store_fastsheep.dog import process
+from glance_store_fastsheep.dog import write as dog_write
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests import green_child
 from glance_store_fastsheep.tests.unit import base
-from glance_store_fastsheep import upload
 
 MIB = 1024 * 1024
 CHUNK = 4 * MIB  # base's chunk size
@@ -44,7 +44,7 @@ def add(sd, name, data, size=None, source=None):
     return sd.add(name, source, size)
 
 
-class RecordingBudget(upload.WriteBudget):
+class RecordingBudget(dog_write.WriteBudget):
     """A WriteBudget that keeps the most it ever held."""
 
     def __init__(self):
@@ -153,7 +153,7 @@ def green_main(count, budget):
 
     The fake dog's environment comes from the parent test.
     """
-    writers = upload.WRITERS = RecordingBudget()
+    writers = dog_write.WRITERS = RecordingBudget()
     sd = store.Store(base.make_conf(sheepdog_store_write_budget=budget))
     sd.configure(re_raise_bsc=True)
     images = images_of(count, 4)
@@ -177,7 +177,7 @@ def green_main(count, budget):
 class WriteBudgetTest(oslo_base.BaseTestCase):
 
     def test_takes_only_what_fits(self):
-        budget = upload.WriteBudget()
+        budget = dog_write.WriteBudget()
         self.assertTrue(budget.take(2))
         self.assertTrue(budget.take(2))
         self.assertFalse(budget.take(2))
@@ -191,7 +191,7 @@ class WriteBudgetTest(oslo_base.BaseTestCase):
         self.assertFalse(budget.take(0))
 
     def test_threads_never_exceed_the_limit(self):
-        budget = upload.WriteBudget()
+        budget = dog_write.WriteBudget()
         self.assertEqual([], base.held_over_limit(
             budget, lambda: budget.take(3), budget.give, 3))
         self.assertEqual(0, budget.held)
@@ -203,21 +203,21 @@ class UploadBudgetTest(base.StoreTestCase):
     def setUp(self):
         super(UploadBudgetTest, self).setUp()
         self.writers = RecordingBudget()
-        self.useFixture(fixtures.MockPatchObject(upload, 'WRITERS',
+        self.useFixture(fixtures.MockPatchObject(dog_write, 'WRITERS',
                                                  self.writers))
         self.useFixture(fixtures.EnvironmentVariable('FAKE_DOG_WRITE_DELAY',
                                                      WRITE_DELAY))
         # The pid of every writer started, even one killed before the
         # fake dog ran far enough to log its call.
         self.spawned = []
-        real_spawn = dog_command.spawn_transfer
+        real_spawn = process.spawn_transfer
 
         def spawn(*args, **kwargs):
             started = real_spawn(*args, **kwargs)
             self.spawned.append(started[0].pid)
             return started
 
-        self.useFixture(fixtures.MockPatchObject(dog_command,
+        self.useFixture(fixtures.MockPatchObject(process,
                                                  'spawn_transfer', spawn))
         # eventlet's tpool keeps its fds for the life of the process.
         hub_safe.off_hub(lambda: None)
@@ -277,7 +277,7 @@ class UploadBudgetTest(base.StoreTestCase):
 
     def test_budget_used_up_is_logged_once_per_upload(self):
         logger = self.useFixture(fixtures.FakeLogger(
-            name=upload.__name__, level=logging.DEBUG))
+            name=dog_write.__name__, level=logging.DEBUG))
         add(self.budget_store(0), 'img', os.urandom(3 * CHUNK))
         self.assertEqual(1, logger.output.count('process write budget'))
         self.assertBudgetWholeAndReaped(['img'])
@@ -338,7 +338,7 @@ class UploadBudgetTest(base.StoreTestCase):
         self.assertBudgetWholeAndReaped()
 
     def test_failed_spawn_gives_its_slot_back(self):
-        recording_spawn = dog_command.spawn_transfer
+        recording_spawn = process.spawn_transfer
         calls = []
 
         def spawn(*args, **kwargs):
@@ -347,7 +347,7 @@ class UploadBudgetTest(base.StoreTestCase):
                 raise OSError(errno.EMFILE, 'Too many open files')
             return recording_spawn(*args, **kwargs)
 
-        self.useFixture(fixtures.MockPatchObject(dog_command,
+        self.useFixture(fixtures.MockPatchObject(process,
                                                  'spawn_transfer', spawn))
         exc = self.assertRaises(OSError, add, self.budget_store(2), 'img',
                                 os.urandom(5 * CHUNK))

@@ -16,7 +16,7 @@ import os
 from oslotest import base
 import six
 
-from glance_store_fastsheep import readahead
+from glance_store_fastsheep.dog import readahead
 
 
 class WindowsTest(base.BaseTestCase):

@@ -31,9 +31,10 @@ import threading
 from glance_store import exceptions
 from oslo_log import log as logging
 
-from glance_store_fastsheep import dog_command
+from glance_store_fastsheep.dog import command
+from glance_store_fastsheep.dog import pipe
+from glance_store_fastsheep.dog import process
 from glance_store_fastsheep import hub_safe
-from glance_store_fastsheep import pipe_io
 
 LOG = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class WriteBudget(object):
 
     Nothing ever waits here: a take that does not fit is refused at
     once and the upload goes on with the writers it has (at least its
-    first). As in download.ReadBudget, the lock guards integer
+    first). As in dog.read.ReadBudget, the lock guards integer
     arithmetic only, with no switch, I/O or logging inside.
     """
 
@@ -94,9 +95,9 @@ class WriteProcess(object):
         self.idle_timeout = settings.transfer_timeout
         argv = settings.dog.argv('write', address, port, name, offset,
                                  length)
-        self.proc, write_fd, self._stderr = dog_command.spawn_transfer(
+        self.proc, write_fd, self._stderr = process.spawn_transfer(
             argv, settings.pipe_size, child_reads=True)
-        self.writer = pipe_io.PipeWriter(write_fd, self.idle_timeout)
+        self.writer = pipe.PipeWriter(write_fd, self.idle_timeout)
         LOG.debug('Started `%s` (pid %s)', ' '.join(argv), self.proc.pid)
 
     def feed(self, data):
@@ -136,8 +137,8 @@ class WriteProcess(object):
                                                    self.idle_timeout))
             if status != 0:
                 self._stderr.seek(0)
-                raise dog_command.error_for('write', self.name, status,
-                                            self._stderr.read())
+                raise command.error_for('write', self.name, status,
+                                        self._stderr.read())
             LOG.debug('Wrote %d bytes of %s at offset %d', self.length,
                       self.name, self.offset)
         finally:
@@ -156,66 +157,6 @@ class WriteProcess(object):
             if self.slot:
                 self.slot = False
                 WRITERS.give()
-
-
-class Source(object):
-    """The image data as read-size pieces, whatever glance handed us.
-
-    glance passes a file-like object (``read(n)``, possibly returning
-    less) or, when copying between stores, an iterator of arbitrary
-    pieces; both come out here as pieces of at most ``size`` bytes.
-    """
-
-    def __init__(self, image_file):
-        self._read = getattr(image_file, 'read', None)
-        self._iter = None if self._read else iter(image_file)
-        self._pending = b''
-
-    def read(self, size):
-        """At most size bytes; b'' only at the end of the data."""
-        if self._read is not None:
-            return self._read(size)
-        while not self._pending:
-            try:
-                self._pending = next(self._iter)
-            except StopIteration:
-                return b''
-        piece = self._pending[:size]
-        self._pending = self._pending[size:]
-        return piece
-
-
-class Digest(object):
-    """The checksum, multihash and verifier, fed piece by piece in order.
-
-    Pieces are at most read-size bytes and, under eventlet, each is
-    hashed on a tpool thread: md5 of even one 1 MiB piece holds a CPU for
-    over a millisecond, and a whole 64 MiB chunk at once would hold every
-    other request for tens of milliseconds (Pike's driver does that).
-    """
-
-    def __init__(self, hashers, verifier):
-        self.hashers = hashers
-        self.verifier = verifier
-        self._jobs = hub_safe.InOrder()
-
-    def update(self, piece):
-        for hasher in self.hashers:
-            hasher.update(piece)
-        if self.verifier is not None:
-            self.verifier.update(piece)
-
-    def update_beside(self, piece):
-        """Start hashing piece (off the hub) once the previous one is done.
-
-        The caller goes on with its own work (writing this piece, reading
-        the next) meanwhile; pieces are hashed in the order given.
-        """
-        self._jobs.start(self.update, piece)
-
-    def settle(self):
-        """Return once every piece given so far has been hashed."""
-        self._jobs.settle()
 
 
 class Uploader(object):

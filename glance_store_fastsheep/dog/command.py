@@ -14,11 +14,11 @@
 Names and addresses only ever reach the CLI as separate argv items (no
 shell), and are checked first so that the CLI cannot read one as an
 option or split it differently from what glance meant. The transfer
-commands (``vdi read``/``vdi write``) are spawned by the download and
-upload modules; the short control commands run here.
+commands (``vdi read``/``vdi write``) are spawned by ``dog.process`` for
+``dog.read`` and ``dog.write``; the short control commands run here, and
+``dog.listing`` parses what ``vdi list`` prints.
 """
 
-import collections
 import os
 import re
 import subprocess
@@ -30,8 +30,8 @@ from oslo_utils import encodeutils
 from oslo_utils import netutils
 import six
 
+from glance_store_fastsheep.dog import listing
 from glance_store_fastsheep import hub_safe
-from glance_store_fastsheep import pipe_io
 
 LOG = logging.getLogger(__name__)
 
@@ -47,13 +47,6 @@ _HOSTNAME = re.compile(r'^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?\Z')
 # in older sheepdog releases.
 DEFAULT_COMMAND = 'dog'
 OLD_COMMAND = 'collie'
-
-# `vdi list -r` states of a VDI that can be read and written ('s' is a
-# snapshot of the same name, which is not what glance stored).
-_WRITABLE_STATES = ('=', 'c')
-
-VdiInfo = collections.namedtuple('VdiInfo', ['state', 'name', 'snapshot_id',
-                                             'size', 'fields'])
 
 
 def validate_name(name):
@@ -133,56 +126,6 @@ def find_command(configured):
         found = _which(name)
         if found is not None:
             return found
-    return None
-
-
-def split_list_line(line):
-    """Split one `vdi list -r` line on unescaped single spaces.
-
-    Empty fields are kept (an empty tag shows as two spaces), and ``\\ ``
-    inside a name is an escaped space.
-    """
-    fields = []
-    current = []
-    escaped = False
-    for char in line:
-        if escaped:
-            current.append(char)
-            escaped = False
-        elif char == '\\':
-            escaped = True
-        elif char == ' ':
-            fields.append(''.join(current))
-            current = []
-        else:
-            current.append(char)
-    fields.append(''.join(current))
-    return fields
-
-
-def parse_list(output):
-    """Parse `vdi list -r` output into VdiInfo tuples; ValueError if odd."""
-    infos = []
-    for line in output.splitlines():
-        if not line.strip():
-            continue
-        fields = split_list_line(line)
-        if len(fields) < 4:
-            raise ValueError('unexpected `vdi list -r` line: %r' % line)
-        try:
-            size = int(fields[3])
-            snapshot_id = int(fields[2])
-        except ValueError:
-            raise ValueError('unexpected `vdi list -r` line: %r' % line)
-        infos.append(VdiInfo(fields[0], fields[1], snapshot_id, size,
-                             tuple(fields)))
-    return infos
-
-
-def find_current(infos, name):
-    for info in infos:
-        if info.name == name and info.state in _WRITABLE_STATES:
-            return info
     return None
 
 
@@ -291,43 +234,11 @@ class DogCommand(object):
         if status != 0:
             raise error_for('list', name or '(all)', status, err)
         try:
-            return parse_list(encodeutils.safe_decode(out,
-                                                      errors='replace'))
+            return listing.parse_list(
+                encodeutils.safe_decode(out, errors='replace'))
         except ValueError as exc:
             raise exceptions.BackendException(str(exc))
 
     def stat(self, address, port, name):
         """The current VDI called name, or None when there is none."""
-        return find_current(self.list(address, port, name), name)
-
-
-def spawn_transfer(argv, pipe_size, child_reads):
-    """Start a `vdi read` or `vdi write` child on one end of a new pipe.
-
-    The child gets the pipe as its stdin (child_reads) or its stdout,
-    /dev/null as the other stream and a temporary file as stderr, so
-    that its error message survives without a second pipe to drain.
-    Returns (proc, our end's fd, stderr file); the caller owns both.
-    """
-    stderr = tempfile.TemporaryFile()
-    read_fd, write_fd = os.pipe()
-    if child_reads:
-        ours, theirs = write_fd, read_fd
-    else:
-        ours, theirs = read_fd, write_fd
-    pipe_io.set_pipe_size(ours, pipe_size)
-    devnull = open(os.devnull, 'wb' if child_reads else 'rb')
-    streams = ({'stdin': theirs, 'stdout': devnull} if child_reads
-               else {'stdin': devnull, 'stdout': theirs})
-    try:
-        proc = subprocess.Popen(argv, stderr=stderr, close_fds=True,
-                                **streams)
-    except OSError as exc:
-        os.close(ours)
-        stderr.close()
-        raise exceptions.BackendException(
-            'cannot run %s: %s' % (argv[0], exc))
-    finally:
-        os.close(theirs)
-        devnull.close()
-    return proc, ours, stderr
+        return listing.find_current(self.list(address, port, name), name)

@@ -17,7 +17,7 @@ import fixtures
 from glance_store import exceptions
 from oslotest import base
 
-from glance_store_fastsheep import dog_command
+from glance_store_fastsheep.dog import command as dog_command
 from glance_store_fastsheep.tests.unit import base as test_base
 
 
@@ -56,40 +56,6 @@ class AddressTest(base.BaseTestCase):
         self.assertEqual(7000, dog_command.validate_port('7000'))
         for bad in ('0', '65536', 'x', None):
             self.assertRaises(ValueError, dog_command.validate_port, bad)
-
-
-class ListParseTest(base.BaseTestCase):
-
-    def test_real_line(self):
-        infos = dog_command.parse_list(
-            '= img1 0 1073741824 12582912 0 1795305027 '
-            '9e028f 1  22\n')
-        self.assertEqual(1, len(infos))
-        self.assertEqual('img1', infos[0].name)
-        self.assertEqual(1073741824, infos[0].size)
-        self.assertEqual('=', infos[0].state)
-        # The empty tag is kept as a field of its own.
-        self.assertEqual('', infos[0].fields[9])
-        self.assertEqual('22', infos[0].fields[10])
-
-    def test_escaped_space_in_name(self):
-        infos = dog_command.parse_list('= my\\ disk 0 4096 0 0 1 a 1  22')
-        self.assertEqual('my disk', infos[0].name)
-        self.assertEqual(4096, infos[0].size)
-
-    def test_snapshot_is_not_current(self):
-        infos = dog_command.parse_list(
-            's img 1 4096 0 0 1 a 1 tag 22\n'
-            '= img 0 8192 0 0 1 b 1  22\n')
-        self.assertEqual(8192, dog_command.find_current(infos, 'img').size)
-        self.assertIsNone(dog_command.find_current(infos[:1], 'img'))
-
-    def test_empty_output(self):
-        self.assertEqual([], dog_command.parse_list(''))
-
-    def test_garbage(self):
-        self.assertRaises(ValueError, dog_command.parse_list, 'error: oops')
-        self.assertRaises(ValueError, dog_command.parse_list, '= img x 4096 0')
 
 
 class ErrorMapTest(base.BaseTestCase):

@@ -35,7 +35,7 @@ per-process cost is small. Each of those is drained by a worker
 into a queue of read-size buffers holding at most one window, and the
 pieces are yielded strictly in range order, as soon as they arrive for
 the range at the head. Every window in flight holds one window of the
-process-wide read-ahead budget (download.BUDGET), taken before its
+process-wide read-ahead budget (read.BUDGET), taken before its
 reader starts and given back when the download no longer needs it; what
 does not fit is not waited for: the download keeps the readers it has,
 down to the plain one-reader stream. The buffers are recycled through
@@ -52,7 +52,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 import six
 
-from glance_store_fastsheep import download
+from glance_store_fastsheep.dog import read
 from glance_store_fastsheep import hub_safe
 
 LOG = logging.getLogger(__name__)
@@ -198,7 +198,7 @@ class ReaderRamp(object):
         return self.level
 
 
-class InlineFetch(download.RangeRead):
+class InlineFetch(read.RangeRead):
     """One range whose pipe the consumer reads itself, with no worker.
 
     A range that no other reader runs beside (the whole range at first,
@@ -206,7 +206,7 @@ class InlineFetch(download.RangeRead):
     and handing each piece over through a queue costs two thread or
     greenthread switches per piece: on a hot cache, where one reader is
     all that pays, that ran measurably slower than the plain stream. So it
-    is read as the plain stream reads (download.RangeRead), and the
+    is read as the plain stream reads (read.RangeRead), and the
     consumer's wait for the pipe is both what the consumer waited and
     what the reader idled, which is what the ramp samples.
     """
@@ -228,7 +228,7 @@ class WindowFetch(object):
     """One range read by a worker into a queue, ahead of the consumer.
 
     The range's lifecycle (cut, check or kill, release) is
-    download.RangeRead's; this adds the worker and the queue. The queue
+    read.RangeRead's; this adds the worker and the queue. The queue
     holds at most ``cap`` bytes, so a reader of a long range stays within
     one window of memory.
     """
@@ -246,8 +246,8 @@ class WindowFetch(object):
         self.finished = False
         self.pieces = collections.deque()
         self.cond = threading.Condition()
-        self.range = download.RangeRead(settings, address, port, name,
-                                        offset, length, buffered=False)
+        self.range = read.RangeRead(settings, address, port, name,
+                                    offset, length, buffered=False)
         self.worker = threading.Thread(target=self._run,
                                        name='fastsheep-window-%d' % offset)
         self.worker.daemon = True
@@ -355,7 +355,7 @@ class WindowFetch(object):
         self.pieces.clear()
 
 
-class ReadAheadStream(download.ReadStream):
+class ReadAheadStream(read.ReadStream):
     """``Store.get``'s iterable when read concurrency is more than 1.
 
     ``ramp`` chooses how many readers the download keeps: it is called
@@ -382,7 +382,7 @@ class ReadAheadStream(download.ReadStream):
 
 
 class _Share(object):
-    """The windows of download.BUDGET one download holds."""
+    """The windows of read.BUDGET one download holds."""
 
     def __init__(self, window, limit):
         self.window = window
@@ -394,7 +394,7 @@ class _Share(object):
         if windows <= self.windows:
             return True
         more = (windows - self.windows) * self.window
-        if not download.BUDGET.take(more, self.limit):
+        if not read.BUDGET.take(more, self.limit):
             return False
         self.windows = windows
         return True
@@ -402,7 +402,7 @@ class _Share(object):
     def keep(self, windows):
         """Give back what is held beyond windows windows."""
         if windows < self.windows:
-            download.BUDGET.give((self.windows - windows) * self.window)
+            read.BUDGET.give((self.windows - windows) * self.window)
             self.windows = windows
 
 
@@ -498,7 +498,7 @@ def _stream_windows(settings, address, port, name, offset, length,
                                 waited + sum(f.waited for f in fetches),
                                 idle + sum(f.idle for f in fetches),
                                 all(f.delivered for f in fetches),
-                                download.BUDGET.readers - own)
+                                read.BUDGET.readers - own)
                     start_readers()
             fetches.popleft()
             done += head.end

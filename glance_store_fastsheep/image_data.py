@@ -1,0 +1,79 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The image data glance hands to a store's ``add``, as both clients take it.
+
+``Source`` turns glance's file or iterator into read-size pieces and
+``Digest`` hashes them in order; the store builds both and gives them to
+``client.Client.write``, whichever client writes.
+"""
+
+from glance_store_fastsheep import hub_safe
+
+
+class Source(object):
+    """The image data as read-size pieces, whatever glance handed us.
+
+    glance passes a file-like object (``read(n)``, possibly returning
+    less) or, when copying between stores, an iterator of arbitrary
+    pieces; both come out here as pieces of at most ``size`` bytes.
+    """
+
+    def __init__(self, image_file):
+        self._read = getattr(image_file, 'read', None)
+        self._iter = None if self._read else iter(image_file)
+        self._pending = b''
+
+    def read(self, size):
+        """At most size bytes; b'' only at the end of the data."""
+        if self._read is not None:
+            return self._read(size)
+        while not self._pending:
+            try:
+                self._pending = next(self._iter)
+            except StopIteration:
+                return b''
+        piece = self._pending[:size]
+        self._pending = self._pending[size:]
+        return piece
+
+
+class Digest(object):
+    """The checksum, multihash and verifier, fed piece by piece in order.
+
+    Pieces are at most read-size bytes and, under eventlet, each is
+    hashed on a tpool thread: md5 of even one 1 MiB piece holds a CPU for
+    over a millisecond, and a whole 64 MiB chunk at once would hold every
+    other request for tens of milliseconds (Pike's driver does that).
+    """
+
+    def __init__(self, hashers, verifier):
+        self.hashers = hashers
+        self.verifier = verifier
+        self._jobs = hub_safe.InOrder()
+
+    def update(self, piece):
+        for hasher in self.hashers:
+            hasher.update(piece)
+        if self.verifier is not None:
+            self.verifier.update(piece)
+
+    def update_beside(self, piece):
+        """Start hashing piece (off the hub) once the previous one is done.
+
+        The caller goes on with its own work (writing this piece, reading
+        the next) meanwhile; pieces are hashed in the order given.
+        """
+        self._jobs.start(self.update, piece)
+
+    def settle(self):
+        """Return once every piece given so far has been hashed."""
+        self._jobs.settle()
