@@ -24,60 +24,13 @@ from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from glance_store_fastsheep import budget
 from glance_store_fastsheep.dog import command
 from glance_store_fastsheep.dog import pipe
 from glance_store_fastsheep.dog import process
 from glance_store_fastsheep import hub_safe
 
 LOG = logging.getLogger(__name__)
-
-
-class ReadBudget(object):
-    """What the downloads of this process hold beyond the plain stream.
-
-    One instance, BUDGET, serves every download of the process, green or
-    native, of every fastsheep backend: the bytes of read-ahead memory
-    held (readahead takes them window by window, each against its own
-    store's sheepdog_store_readahead_budget, and gives them back when a
-    window's reader is done), and the number of ``dog vdi read``
-    children running, which the read-ahead ramp weighs (the cluster
-    those children keep busy is shared too).
-
-    Nothing ever waits here: a take that does not fit is refused at
-    once, and the download goes on with what it holds (at least the
-    plain one-reader stream, which needs nothing from the budget). The
-    lock guards integer arithmetic only, with no switch, I/O or logging
-    inside, so that no greenthread can be switched out while holding it
-    and a plain lock is right whether or not eventlet patched threading.
-    """
-
-    def __init__(self):
-        self.held = 0
-        self.readers = 0
-        self._lock = threading.Lock()
-
-    def take(self, size, limit):
-        """Take size bytes if all held stays within limit; whether taken."""
-        with self._lock:
-            if self.held + size > limit:
-                return False
-            self.held += size
-            return True
-
-    def give(self, size):
-        with self._lock:
-            self.held -= size
-
-    def reader_started(self):
-        with self._lock:
-            self.readers += 1
-
-    def reader_done(self):
-        with self._lock:
-            self.readers -= 1
-
-
-BUDGET = ReadBudget()
 
 
 class ReadProcess(object):
@@ -160,7 +113,7 @@ class RangeRead(object):
     short output included, is checked for byte count and exit status,
     and raises for a range that ended early. ``cancel`` releases the
     child whatever its state. ``waited`` is the time spent waiting on the
-    child's pipe. The child counts in BUDGET.readers until released.
+    child's pipe. The child counts in budget.READERS until released.
     """
 
     def __init__(self, settings, address, port, name, offset, length,
@@ -174,7 +127,7 @@ class RangeRead(object):
         self._lock = threading.Lock()
         self.child = ReadProcess(settings, address, port, name, offset,
                                  length, buffered=buffered)
-        BUDGET.reader_started()
+        budget.READERS.take(1)
 
     def cut(self, length):
         """Deliver only the first length bytes; False if past them."""
@@ -237,7 +190,7 @@ class RangeRead(object):
                 return
             self.finished = True
         self.child.close(kill=kill)
-        BUDGET.reader_done()
+        budget.READERS.give(1)
 
     def kill(self):
         """Kill and reap the child, from any thread; fds stay open.

@@ -35,7 +35,7 @@ per-process cost is small. Each of those is drained by a worker
 into a queue of read-size buffers holding at most one window, and the
 pieces are yielded strictly in range order, as soon as they arrive for
 the range at the head. Every window in flight holds one window of the
-process-wide read-ahead budget (read.BUDGET), taken before its
+process-wide read-ahead budget (budget.READ_MEMORY), taken before its
 reader starts and given back when the download no longer needs it; what
 does not fit is not waited for: the download keeps the readers it has,
 down to the plain one-reader stream. The buffers are recycled through
@@ -52,6 +52,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 import six
 
+from glance_store_fastsheep import budget
 from glance_store_fastsheep.dog import read
 from glance_store_fastsheep import hub_safe
 
@@ -381,31 +382,6 @@ class ReadAheadStream(read.ReadStream):
         return self._gen
 
 
-class _Share(object):
-    """The windows of read.BUDGET one download holds."""
-
-    def __init__(self, window, limit):
-        self.window = window
-        self.limit = limit
-        self.windows = 0
-
-    def hold(self, windows):
-        """Hold windows windows if the budget has them; whether held."""
-        if windows <= self.windows:
-            return True
-        more = (windows - self.windows) * self.window
-        if not read.BUDGET.take(more, self.limit):
-            return False
-        self.windows = windows
-        return True
-
-    def keep(self, windows):
-        """Give back what is held beyond windows windows."""
-        if windows < self.windows:
-            read.BUDGET.give((self.windows - windows) * self.window)
-            self.windows = windows
-
-
 def _stream_windows(settings, address, port, name, offset, length,
                     make_ramp=None):
     if length <= 0:
@@ -420,7 +396,7 @@ def _stream_windows(settings, address, port, name, offset, length,
         # One reader for the whole range, until a second one pays.
         plan = collections.deque([(offset, length)])
     fetches = collections.deque()
-    share = _Share(window, settings.readahead_budget)
+    held = [0]  # windows of budget.READ_MEMORY this download holds
     pool = BufferPool(settings.read_size)
     done = 0  # bytes of the ranges already yielded
     waited = idle = 0.0  # and the waits in them
@@ -428,6 +404,22 @@ def _stream_windows(settings, address, port, name, offset, length,
 
     def in_windows():
         return sum(1 for f in fetches if isinstance(f, WindowFetch))
+
+    def hold(count):
+        """Hold count windows if the budget has them; whether held."""
+        if count <= held[0]:
+            return True
+        if not budget.READ_MEMORY.take((count - held[0]) * window,
+                                       settings.readahead_budget):
+            return False
+        held[0] = count
+        return True
+
+    def keep(count):
+        """Give back what is held beyond count windows."""
+        if count < held[0]:
+            budget.READ_MEMORY.give((held[0] - count) * window)
+            held[0] = count
 
     def one_reader_for_the_rest():
         if len(plan) > 1:
@@ -449,14 +441,14 @@ def _stream_windows(settings, address, port, name, offset, length,
             last = fetches[-1]
             boundary = ((last.offset + last.delivered) // window + 1) * window
             if (end - boundary >= window and
-                    share.hold(in_windows() + 1) and
+                    hold(in_windows() + 1) and
                     last.cut(boundary - last.offset)):
                 plan.extend(windows(boundary, end - boundary, window))
             else:
                 ramp.hold(len(fetches))
         while plan and len(fetches) < ramp.level:
             if fetches or ramp.level > 1:
-                if not share.hold(in_windows() + 1):
+                if not hold(in_windows() + 1):
                     # The budget is used up: keep the readers running,
                     # or with none left, read the rest as the plain
                     # stream does.
@@ -475,7 +467,7 @@ def _stream_windows(settings, address, port, name, offset, length,
                                            pool, window))
         # A window's share passes on to the window that follows it, and
         # what no window in flight needs goes back.
-        share.keep(in_windows())
+        keep(in_windows())
 
     try:
         while plan or fetches:
@@ -498,7 +490,7 @@ def _stream_windows(settings, address, port, name, offset, length,
                                 waited + sum(f.waited for f in fetches),
                                 idle + sum(f.idle for f in fetches),
                                 all(f.delivered for f in fetches),
-                                read.BUDGET.readers - own)
+                                budget.READERS.held - own)
                     start_readers()
             fetches.popleft()
             done += head.end
@@ -521,4 +513,4 @@ def _stream_windows(settings, address, port, name, offset, length,
             while fetches:
                 fetches.popleft().cancel()
         finally:
-            share.keep(0)
+            keep(0)

@@ -21,16 +21,16 @@ the next chunks are started before their data arrives and the finished
 ones commit and exit while the next chunk streams, which is where a
 write-then-wait loop loses its time (the CephFS kernel client lesson).
 Every child beyond an upload's first one holds a slot of the process's
-write budget (WRITERS) while it exists.
+write budget (budget.WRITERS) while it exists.
 """
 
 import collections
 import errno
-import threading
 
 from glance_store import exceptions
 from oslo_log import log as logging
 
+from glance_store_fastsheep import budget
 from glance_store_fastsheep.dog import command
 from glance_store_fastsheep.dog import pipe
 from glance_store_fastsheep.dog import process
@@ -43,44 +43,6 @@ class _ChildGone(Exception):
     """The writer closed its stdin early; its exit status says why."""
 
 
-class WriteBudget(object):
-    """The extra writers that the uploads of this process hold.
-
-    One instance, WRITERS, serves every upload of the process, green or
-    native, of every fastsheep backend: an upload's first ``dog vdi
-    write`` takes nothing, each further one it runs at once holds one
-    slot, taken against its own store's sheepdog_store_write_budget
-    before it starts and given back once it is reaped. Without the
-    budget, U uploads would run U x write_concurrency children, each
-    with its memory, pipe and stderr file, for no more throughput once
-    sheep has the CPU.
-
-    Nothing ever waits here: a take that does not fit is refused at
-    once and the upload goes on with the writers it has (at least its
-    first). As in dog.read.ReadBudget, the lock guards integer
-    arithmetic only, with no switch, I/O or logging inside.
-    """
-
-    def __init__(self):
-        self.held = 0
-        self._lock = threading.Lock()
-
-    def take(self, limit):
-        """Take one slot if all held stays within limit; whether taken."""
-        with self._lock:
-            if self.held >= limit:
-                return False
-            self.held += 1
-            return True
-
-    def give(self):
-        with self._lock:
-            self.held -= 1
-
-
-WRITERS = WriteBudget()
-
-
 class WriteProcess(object):
     """One `dog vdi write NAME OFFSET LENGTH` child and its stdin pipe."""
 
@@ -89,7 +51,7 @@ class WriteProcess(object):
         self.offset = offset
         self.length = length
         self.sent = 0
-        # Whether this child holds a slot of WRITERS (set by the
+        # Whether this child holds a slot of budget.WRITERS (set by the
         # Uploader once it runs, given back by close()).
         self.slot = False
         self.idle_timeout = settings.transfer_timeout
@@ -156,7 +118,7 @@ class WriteProcess(object):
         finally:
             if self.slot:
                 self.slot = False
-                WRITERS.give()
+                budget.WRITERS.give(1)
 
 
 class Uploader(object):
@@ -192,13 +154,13 @@ class Uploader(object):
         """Start the writer of a chunk if one more may run; it or None.
 
         One more may run below write_concurrency when it is the upload's
-        only writer without a slot (its first), or when WRITERS has a
+        only writer without a slot (its first), or when budget.WRITERS has a
         slot for it.
         """
         if len(self._active) >= self.settings.write_concurrency:
             return None
         slot = any(not child.slot for child in self._active)
-        if slot and not WRITERS.take(self.settings.write_budget):
+        if slot and not budget.WRITERS.take(1, self.settings.write_budget):
             if not self._short_logged:
                 self._short_logged = True
                 LOG.debug('Upload of %s runs %d of its %d writers: the '
@@ -212,7 +174,7 @@ class Uploader(object):
                                  self.name, offset, length)
         except BaseException:
             if slot:
-                WRITERS.give()
+                budget.WRITERS.give(1)
             raise
         child.slot = slot
         self._active.append(child)

@@ -22,7 +22,7 @@ objects are neither written nor recorded, so a thin image stays thin
 (a hole reads back as zeros).
 
 Each in-flight write beyond an upload's first holds a slot of the
-process's write budget (``dog_write.WRITERS``), as a ``dog`` child does.
+process's write budget (``budget.WRITERS``), as a ``dog`` child does.
 Memory: the pieces of at most ``write_concurrency`` objects in flight,
 the one being filled, and a bounded queue of pieces waiting to be
 hashed, which are the same objects.
@@ -56,7 +56,7 @@ from oslo_log import log as logging
 from oslo_utils import excutils
 from six.moves import queue
 
-from glance_store_fastsheep.dog import write as dog_write
+from glance_store_fastsheep import budget
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import cluster
@@ -206,7 +206,7 @@ class Writer(object):
                     waiting.append(request)
                     continue
                 if request.tag[1]:
-                    dog_write.WRITERS.give()
+                    budget.WRITERS.give(1)
                 self._acked.append(request.tag[0])
             self._in_flight = waiting
         still = []
@@ -237,7 +237,7 @@ class Writer(object):
             if not self._in_flight:
                 slot = False
                 break
-            if dog_write.WRITERS.take(self.settings.write_budget):
+            if budget.WRITERS.take(1, self.settings.write_budget):
                 slot = True
                 break
             self._wait_oldest()
@@ -255,7 +255,7 @@ class Writer(object):
         except BaseException:
             self._in_flight.pop()
             if slot:
-                dog_write.WRITERS.give()
+                budget.WRITERS.give(1)
             raise
         hub_safe.give_way()
 
@@ -263,7 +263,7 @@ class Writer(object):
         while self._in_flight:
             request = self._in_flight.popleft()
             if request.tag[1]:
-                dog_write.WRITERS.give()
+                budget.WRITERS.give(1)
 
     # -- data ------------------------------------------------------------
 

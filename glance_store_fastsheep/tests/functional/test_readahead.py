@@ -19,7 +19,7 @@ import time
 import fixtures
 from glance_store import exceptions
 
-from glance_store_fastsheep.dog import read as dog_read
+from glance_store_fastsheep import budget
 from glance_store_fastsheep.dog import readahead
 from glance_store_fastsheep.tests.functional import base
 from glance_store_fastsheep.tests.unit import base as unit_base
@@ -56,12 +56,12 @@ def _hold_budget(test, size):
 
     Returns the function that gives them back (also run at cleanup, once).
     """
-    test.assertTrue(dog_read.BUDGET.take(size, size))
+    test.assertTrue(budget.READ_MEMORY.take(size, size))
     held = [size]
 
     def give_back():
         while held:
-            dog_read.BUDGET.give(held.pop())
+            budget.READ_MEMORY.give(held.pop())
     test.addCleanup(give_back)
     return give_back
 
@@ -70,13 +70,13 @@ def _other_readers(test, count):
     """Count readers of another download; returns their end (run once)."""
     running = []
     for _reader in range(count):
-        dog_read.BUDGET.reader_started()
+        budget.READERS.take(1)
         running.append(1)
 
     def done():
         while running:
             running.pop()
-            dog_read.BUDGET.reader_done()
+            budget.READERS.give(1)
     test.addCleanup(done)
     return done
 
@@ -114,8 +114,8 @@ class _Base(base.FunctionalTestCase):
     def assertNothingLeft(self, vdis=()):
         """Nothing left (see base), and the read-ahead budget whole."""
         super(_Base, self).assertNothingLeft(vdis)
-        self.assertEqual((0, 0), (dog_read.BUDGET.held,
-                                  dog_read.BUDGET.readers))
+        self.assertEqual((0, 0), (budget.READ_MEMORY.held,
+                                  budget.READERS.held))
 
 
 class ReadAheadTest(_Base):
@@ -392,8 +392,8 @@ class BudgetTest(_Base):
         held = []
         for piece in sd.get(self.location(name))[0]:
             got.append(piece)
-            held.append(dog_read.BUDGET.held)
-            self.assertLessEqual(dog_read.BUDGET.held, limit)
+            held.append(budget.READ_MEMORY.held)
+            self.assertLessEqual(budget.READ_MEMORY.held, limit)
         return b''.join(got), held
 
     def test_end_of_image_gives_the_budget_back(self):
@@ -463,8 +463,8 @@ class BudgetTest(_Base):
         self.addCleanup(stream.close)
         iterator = iter(stream)
         self.assertEqual(self.data[:self.READ_SIZE], next(iterator))
-        self.assertEqual(3 * WINDOW, dog_read.BUDGET.held)
-        self.assertLessEqual(1, dog_read.BUDGET.readers)
+        self.assertEqual(3 * WINDOW, budget.READ_MEMORY.held)
+        self.assertLessEqual(1, budget.READERS.held)
         stream.close()
         self.assertNothingLeft(['img'])
 

@@ -24,8 +24,8 @@ import threading
 from glance_store import exceptions
 from oslotest import base
 
+from glance_store_fastsheep import budget
 from glance_store_fastsheep import client
-from glance_store_fastsheep.dog import write as dog_write
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import client as native_client
 from glance_store_fastsheep.native import connection
@@ -131,7 +131,7 @@ class WriteTest(ClientTestCase):
         self.write('img', payload(8 * OBJECT, seed=4))
         # Only the upload's own first write: one in flight at a time.
         self.assertEqual(1, self.sheep.max_create_batch)
-        self.assertEqual(0, dog_write.WRITERS.held)
+        self.assertEqual(0, budget.WRITERS.held)
 
     def test_thin_image_writes_no_zero_object(self):
         data = (payload(OBJECT) + b'\0' * (3 * OBJECT) +
@@ -208,7 +208,7 @@ class WriteTest(ClientTestCase):
                           io.BytesIO(data), digest(), len(data) - 1)
         self.assertEqual([], list(self.sheep.images))
         self.assertEqual({}, self.sheep.objects)
-        self.assertEqual(0, dog_write.WRITERS.held)
+        self.assertEqual(0, budget.WRITERS.held)
 
     def test_no_space_is_storage_full_and_orphans_are_removed(self):
         self.sheep.next_vid = 0x40
@@ -221,7 +221,7 @@ class WriteTest(ClientTestCase):
         # Nothing left: recorded objects went with their entries, the
         # ones never recorded by REMOVE_OBJ.
         self.assertEqual({}, self.sheep.objects)
-        self.assertEqual(0, dog_write.WRITERS.held)
+        self.assertEqual(0, budget.WRITERS.held)
         self.assertFdsClosed()
 
     def test_other_result_names_code_and_node(self):

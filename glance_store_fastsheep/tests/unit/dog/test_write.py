@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The process-wide write budget (dog_write.WriteBudget, WRITERS)."""
+"""Uploads through the process-wide write budget (budget.WRITERS)."""
 
 import errno
 import io
@@ -20,8 +20,8 @@ import time
 
 import fixtures
 from glance_store import exceptions
-from oslotest import base as oslo_base
 
+from glance_store_fastsheep import budget as budget_mod
 from glance_store_fastsheep.dog import process
 from glance_store_fastsheep.dog import write as dog_write
 from glance_store_fastsheep import hub_safe
@@ -44,15 +44,15 @@ def add(sd, name, data, size=None, source=None):
     return sd.add(name, source, size)
 
 
-class RecordingBudget(dog_write.WriteBudget):
-    """A WriteBudget that keeps the most it ever held."""
+class RecordingBudget(budget_mod.Budget):
+    """A Budget that keeps the most it ever held."""
 
     def __init__(self):
         super(RecordingBudget, self).__init__()
         self.peak = 0
 
-    def take(self, limit):
-        taken = super(RecordingBudget, self).take(limit)
+    def take(self, amount, limit=None):
+        taken = super(RecordingBudget, self).take(amount, limit)
         self.peak = max(self.peak, self.held)
         return taken
 
@@ -153,7 +153,7 @@ def green_main(count, budget):
 
     The fake dog's environment comes from the parent test.
     """
-    writers = dog_write.WRITERS = RecordingBudget()
+    writers = budget_mod.WRITERS = RecordingBudget()
     sd = store.Store(base.make_conf(sheepdog_store_write_budget=budget))
     sd.configure(re_raise_bsc=True)
     images = images_of(count, 4)
@@ -174,36 +174,13 @@ def green_main(count, budget):
             'green': hub_safe.is_green()}
 
 
-class WriteBudgetTest(oslo_base.BaseTestCase):
-
-    def test_takes_only_what_fits(self):
-        budget = dog_write.WriteBudget()
-        self.assertTrue(budget.take(2))
-        self.assertTrue(budget.take(2))
-        self.assertFalse(budget.take(2))
-        self.assertEqual(2, budget.held)
-        # Each take is checked against the caller's own limit.
-        self.assertTrue(budget.take(3))
-        self.assertFalse(budget.take(1))
-        for _slot in range(3):
-            budget.give()
-        self.assertEqual(0, budget.held)
-        self.assertFalse(budget.take(0))
-
-    def test_threads_never_exceed_the_limit(self):
-        budget = dog_write.WriteBudget()
-        self.assertEqual([], base.held_over_limit(
-            budget, lambda: budget.take(3), budget.give, 3))
-        self.assertEqual(0, budget.held)
-
-
 class UploadBudgetTest(base.StoreTestCase):
     """Uploads run extra writers only with slots, and give them back."""
 
     def setUp(self):
         super(UploadBudgetTest, self).setUp()
         self.writers = RecordingBudget()
-        self.useFixture(fixtures.MockPatchObject(dog_write, 'WRITERS',
+        self.useFixture(fixtures.MockPatchObject(budget_mod, 'WRITERS',
                                                  self.writers))
         self.useFixture(fixtures.EnvironmentVariable('FAKE_DOG_WRITE_DELAY',
                                                      WRITE_DELAY))
