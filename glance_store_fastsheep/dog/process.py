@@ -11,8 +11,12 @@
 # under the License.
 """The ``dog vdi read`` and ``dog vdi write`` children of a transfer.
 
-A transfer child is spawned on one end of a pipe and owned by the reader
-(``dog.read``) or writer (``dog.write``) that streams through it.
+One class, DogProcess, starts, watches, reaps and kills both: a child
+is spawned on one end of a pipe and owned by the range reader
+(``dog.read``) or chunk writer (``dog.write``) that streams through our
+end with a ``dog.pipe`` reader or writer. Its exit is checked the same
+way in both directions: a bounded wait, then sheep's error mapped from
+what ``dog`` printed on stderr.
 """
 
 import os
@@ -20,8 +24,13 @@ import subprocess
 import tempfile
 
 from glance_store import exceptions
+from oslo_log import log as logging
 
+from glance_store_fastsheep.dog import command
 from glance_store_fastsheep.dog import pipe
+from glance_store_fastsheep import hub_safe
+
+LOG = logging.getLogger(__name__)
 
 
 def spawn_transfer(argv, pipe_size, child_reads):
@@ -54,3 +63,68 @@ def spawn_transfer(argv, pipe_size, child_reads):
         os.close(theirs)
         devnull.close()
     return proc, ours, stderr
+
+
+class DogProcess(object):
+    """One `dog vdi read|write NAME OFFSET LENGTH` child of a transfer.
+
+    ``fd`` is our end of the pipe (the child's stdout for ``read``, its
+    stdin for ``write``); the owner reads or writes it and closes it.
+    The child's stderr goes to a temporary file, read back only when its
+    exit status is not 0. ``kill`` may be called from any thread: it
+    kills and reaps, and the owner's next read or write ends.
+    """
+
+    def __init__(self, settings, action, address, port, name, offset,
+                 length):
+        self.action = action
+        self.name = name
+        self.offset = offset
+        self.length = length
+        self.idle_timeout = settings.transfer_timeout
+        self.child_reads = action == 'write'
+        argv = settings.dog.argv(action, address, port, name, offset,
+                                 length)
+        self.proc, self.fd, self._stderr = spawn_transfer(
+            argv, settings.pipe_size, child_reads=self.child_reads)
+        LOG.debug('Started `%s` (pid %s)', ' '.join(argv), self.proc.pid)
+
+    def done(self):
+        """Whether the child has exited."""
+        return self.proc.poll() is not None
+
+    def check_exit(self):
+        """Wait for the exit, up to the idle timeout; raise if it failed.
+
+        Called once our end of the pipe has ended (the child's input) or
+        was read to its end (its output).
+        """
+        try:
+            status = hub_safe.wait_process(self.proc, self.idle_timeout)
+        except hub_safe.Timeout:
+            if self.child_reads:
+                what = ('sheepdog `vdi write` of %s at offset %d'
+                        % (self.name, self.offset))
+            else:
+                what = 'sheepdog `vdi read` of %s' % self.name
+            raise exceptions.BackendException(
+                '%s did not exit %ss after its %s ended'
+                % (what, self.idle_timeout,
+                   'input' if self.child_reads else 'output'))
+        if status != 0:
+            self._stderr.seek(0)
+            raise command.error_for(self.action, self.name, status,
+                                    self._stderr.read())
+
+    def kill(self):
+        """Kill and reap the child, unless it has exited; any thread."""
+        if hub_safe.kill_and_reap(self.proc) is None:
+            LOG.warning('`dog vdi %s` pid %s of %s survived SIGKILL; left '
+                        'to be reaped later', self.action, self.proc.pid,
+                        self.name)
+
+    def close(self, kill=True):
+        """Release the stderr file; kill and reap the child first."""
+        if kill:
+            self.kill()
+        self._stderr.close()

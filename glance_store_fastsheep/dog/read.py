@@ -25,80 +25,11 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from glance_store_fastsheep import budget
-from glance_store_fastsheep.dog import command
 from glance_store_fastsheep.dog import pipe
 from glance_store_fastsheep.dog import process
 from glance_store_fastsheep import hub_safe
 
 LOG = logging.getLogger(__name__)
-
-
-class ReadProcess(object):
-    """One `dog vdi read NAME OFFSET LENGTH` child and its stdout pipe."""
-
-    def __init__(self, settings, address, port, name, offset, length,
-                 buffered=True):
-        self.name = name
-        self.offset = offset
-        self.length = length
-        self.received = 0
-        self.idle_timeout = settings.transfer_timeout
-        argv = settings.dog.argv('read', address, port, name, offset, length)
-        self.proc, read_fd, self._stderr = process.spawn_transfer(
-            argv, settings.pipe_size, child_reads=False)
-        self.reader = pipe.PipeReader(
-            read_fd, settings.read_size if buffered else 0,
-            self.idle_timeout)
-        LOG.debug('Started `%s` (pid %s)', ' '.join(argv), self.proc.pid)
-
-    def read_piece(self, size, view=None):
-        """Read up to size more bytes into view (default: the reader's).
-
-        Returns (count, waited); count is short only at end of output.
-        """
-        if view is None:
-            view = self.reader.view
-        try:
-            count, waited = self.reader.fill(min(size, len(view)), view)
-        except hub_safe.Timeout:
-            raise exceptions.BackendException(
-                'sheepdog `vdi read` of %s sent nothing for %ss after %d '
-                'bytes; killed' % (self.name, self.idle_timeout,
-                                   self.received))
-        self.received += count
-        return count, waited
-
-    def finish(self):
-        """Check that the child sent exactly length bytes and exited 0."""
-        if self.received == self.length:
-            extra, _waited = self.reader.fill(1, memoryview(bytearray(1)))
-            if extra:
-                raise exceptions.BackendException(
-                    'sheepdog `vdi read` of %s sent more than the %d bytes '
-                    'asked for' % (self.name, self.length))
-        try:
-            status = hub_safe.wait_process(self.proc, self.idle_timeout)
-        except hub_safe.Timeout:
-            raise exceptions.BackendException(
-                'sheepdog `vdi read` of %s did not exit %ss after its '
-                'output ended' % (self.name, self.idle_timeout))
-        if status != 0:
-            self._stderr.seek(0)
-            raise command.error_for('read', self.name, status,
-                                    self._stderr.read())
-        if self.received != self.length:
-            raise exceptions.BackendException(
-                'sheepdog `vdi read` of %s ended after %d of %d bytes '
-                '(offset %d)' % (self.name, self.received, self.length,
-                                 self.offset))
-
-    def close(self, kill=True):
-        """Release the pipe and stderr file; kill and reap if still alive."""
-        if kill and hub_safe.kill_and_reap(self.proc) is None:
-            LOG.warning('`dog vdi read` pid %s of %s survived SIGKILL; left '
-                        'to be reaped later', self.proc.pid, self.name)
-        self.reader.close()
-        self._stderr.close()
 
 
 class RangeRead(object):
@@ -113,20 +44,26 @@ class RangeRead(object):
     short output included, is checked for byte count and exit status,
     and raises for a range that ended early. ``cancel`` releases the
     child whatever its state. ``waited`` is the time spent waiting on the
-    child's pipe. The child counts in budget.READERS until released.
+    child's pipe. The child (a process.DogProcess, its stdout read
+    through a pipe.PipeReader) counts in budget.READERS until released.
     """
 
     def __init__(self, settings, address, port, name, offset, length,
                  buffered=True):
+        self.name = name
         self.offset = offset
         self.length = length
         self.end = length  # bytes to deliver; less once cut
+        self.received = 0  # bytes read from the pipe, cut or not
         self.delivered = 0
         self.waited = 0.0
         self.finished = False
         self._lock = threading.Lock()
-        self.child = ReadProcess(settings, address, port, name, offset,
-                                 length, buffered=buffered)
+        self.child = process.DogProcess(settings, 'read', address, port,
+                                        name, offset, length)
+        self.reader = pipe.PipeReader(
+            self.child.fd, settings.read_size if buffered else 0,
+            self.child.idle_timeout)
         budget.READERS.take(1)
 
     def cut(self, length):
@@ -147,8 +84,7 @@ class RangeRead(object):
         waited = False
         if not self.finished and self.delivered < self.end:
             started = timeutils.now()
-            count, waited = self.child.read_piece(self.end - self.delivered,
-                                                  view)
+            count, waited = self._read_piece(self.end - self.delivered, view)
             if waited:
                 self.waited += timeutils.now() - started
             with self._lock:
@@ -162,7 +98,7 @@ class RangeRead(object):
 
     def take(self):
         """The next piece (bytes) in order; None once the range is done."""
-        view = self.child.reader.view
+        view = self.reader.view
         count, waited = self.read(view)
         if not count:
             return None
@@ -172,6 +108,36 @@ class RangeRead(object):
             hub_safe.give_way()
         return piece
 
+    def _read_piece(self, size, view):
+        """Read up to size more bytes into view: (count, waited).
+
+        count is short only at the end of the child's output.
+        """
+        try:
+            count, waited = self.reader.fill(min(size, len(view)), view)
+        except hub_safe.Timeout:
+            raise exceptions.BackendException(
+                'sheepdog `vdi read` of %s sent nothing for %ss after %d '
+                'bytes; killed' % (self.name, self.child.idle_timeout,
+                                   self.received))
+        self.received += count
+        return count, waited
+
+    def _check(self):
+        """Check that the child sent exactly length bytes and exited 0."""
+        if self.received == self.length:
+            extra, _waited = self.reader.fill(1, memoryview(bytearray(1)))
+            if extra:
+                raise exceptions.BackendException(
+                    'sheepdog `vdi read` of %s sent more than the %d bytes '
+                    'asked for' % (self.name, self.length))
+        self.child.check_exit()
+        if self.received != self.length:
+            raise exceptions.BackendException(
+                'sheepdog `vdi read` of %s ended after %d of %d bytes '
+                '(offset %d)' % (self.name, self.received, self.length,
+                                 self.offset))
+
     def _finish(self):
         if self.finished:
             return
@@ -179,7 +145,7 @@ class RangeRead(object):
         verified = False
         try:
             if not cut:
-                self.child.finish()
+                self._check()
             verified = True
         finally:
             self._release(kill=cut or not verified)
@@ -190,6 +156,7 @@ class RangeRead(object):
                 return
             self.finished = True
         self.child.close(kill=kill)
+        self.reader.close()
         budget.READERS.give(1)
 
     def kill(self):
@@ -198,9 +165,7 @@ class RangeRead(object):
         For a range read by another thread: its next read ends, and that
         thread's cancel() releases the pipe it may still be reading.
         """
-        if hub_safe.kill_and_reap(self.child.proc) is None:
-            LOG.warning('`dog vdi read` pid %s survived SIGKILL',
-                        self.child.proc.pid)
+        self.child.kill()
 
     def cancel(self):
         """Kill the child and release its pipe, unless done already."""

@@ -31,7 +31,6 @@ from glance_store import exceptions
 from oslo_log import log as logging
 
 from glance_store_fastsheep import budget
-from glance_store_fastsheep.dog import command
 from glance_store_fastsheep.dog import pipe
 from glance_store_fastsheep.dog import process
 from glance_store_fastsheep import hub_safe
@@ -43,8 +42,11 @@ class _ChildGone(Exception):
     """The writer closed its stdin early; its exit status says why."""
 
 
-class WriteProcess(object):
-    """One `dog vdi write NAME OFFSET LENGTH` child and its stdin pipe."""
+class ChunkWrite(object):
+    """One chunk's write: its ``dog vdi write`` child, stdin and slot.
+
+    The child is a process.DogProcess, fed through a pipe.PipeWriter.
+    """
 
     def __init__(self, settings, address, port, name, offset, length):
         self.name = name
@@ -54,13 +56,9 @@ class WriteProcess(object):
         # Whether this child holds a slot of budget.WRITERS (set by the
         # Uploader once it runs, given back by close()).
         self.slot = False
-        self.idle_timeout = settings.transfer_timeout
-        argv = settings.dog.argv('write', address, port, name, offset,
-                                 length)
-        self.proc, write_fd, self._stderr = process.spawn_transfer(
-            argv, settings.pipe_size, child_reads=True)
-        self.writer = pipe.PipeWriter(write_fd, self.idle_timeout)
-        LOG.debug('Started `%s` (pid %s)', ' '.join(argv), self.proc.pid)
+        self.child = process.DogProcess(settings, 'write', address, port,
+                                        name, offset, length)
+        self.writer = pipe.PipeWriter(self.child.fd, self.child.idle_timeout)
 
     def feed(self, data):
         """Write data to the child; return whether we had to wait."""
@@ -69,7 +67,8 @@ class WriteProcess(object):
         except hub_safe.Timeout:
             raise exceptions.BackendException(
                 'sheepdog `vdi write` of %s at offset %d took no data for '
-                '%ss; killed' % (self.name, self.offset, self.idle_timeout))
+                '%ss; killed' % (self.name, self.offset,
+                                 self.child.idle_timeout))
         except (IOError, OSError) as exc:
             if exc.errno == errno.EPIPE:
                 raise _ChildGone()
@@ -81,7 +80,7 @@ class WriteProcess(object):
         self.writer.close()
 
     def done(self):
-        return self.proc.poll() is not None
+        return self.child.done()
 
     def finish(self):
         """Wait for the exit; raise the CLI's error if it failed.
@@ -90,17 +89,7 @@ class WriteProcess(object):
         """
         try:
             self.end_input()
-            try:
-                status = hub_safe.wait_process(self.proc, self.idle_timeout)
-            except hub_safe.Timeout:
-                raise exceptions.BackendException(
-                    'sheepdog `vdi write` of %s at offset %d did not exit '
-                    '%ss after its input ended' % (self.name, self.offset,
-                                                   self.idle_timeout))
-            if status != 0:
-                self._stderr.seek(0)
-                raise command.error_for('write', self.name, status,
-                                        self._stderr.read())
+            self.child.check_exit()
             LOG.debug('Wrote %d bytes of %s at offset %d', self.length,
                       self.name, self.offset)
         finally:
@@ -110,11 +99,7 @@ class WriteProcess(object):
         """Release fds and slot; kill and reap the child if it runs."""
         try:
             self.writer.close()
-            if hub_safe.kill_and_reap(self.proc) is None:
-                LOG.warning('`dog vdi write` pid %s of %s survived SIGKILL; '
-                            'left to be reaped later', self.proc.pid,
-                            self.name)
-            self._stderr.close()
+            self.child.close()
         finally:
             if self.slot:
                 self.slot = False
@@ -170,8 +155,8 @@ class Uploader(object):
                           self.settings.write_budget)
             return None
         try:
-            child = WriteProcess(self.settings, self.address, self.port,
-                                 self.name, offset, length)
+            child = ChunkWrite(self.settings, self.address, self.port,
+                               self.name, offset, length)
         except BaseException:
             if slot:
                 budget.WRITERS.give(1)
