@@ -107,7 +107,7 @@ def _run(args, report, cluster):
             args.readahead_window_mib
     w16 = dict(get, opts=dict(parallel['opts'],
                               sheepdog_store_read_window=16))
-    # ReadAheadStream's ramp argument: all four readers from the start.
+    # readahead.pieces' make_ramp argument: all four readers from the start.
     fixed4 = dict(get, all_readers=True,
                   opts={'sheepdog_store_read_concurrency': 4})
     fixed4_w16 = dict(fixed4, opts=dict(fixed4['opts'],

@@ -267,12 +267,13 @@ class _AllReaders(object):
 
     def get(self, loc):
         from glance_store_fastsheep.dog import readahead
+        from glance_store_fastsheep import stream
         where = loc.store_location
         size = self.store.get_size(loc)
-        return readahead.ReadAheadStream(
-            self.store.settings, where.addr, where.port, where.image, 0,
-            size, ramp=lambda most: readahead.ReaderRamp(most, start=most)
-        ), size
+        return stream.Stream(
+            readahead.pieces, self.store.settings, where.addr, where.port,
+            where.image, 0, size,
+            lambda most: readahead.ReaderRamp(most, start=most)), size
 
 
 def _get_row(params):

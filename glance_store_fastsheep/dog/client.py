@@ -30,6 +30,7 @@ from glance_store_fastsheep.dog import readahead
 from glance_store_fastsheep.dog import write
 from glance_store_fastsheep.native import connection as native_connection
 from glance_store_fastsheep.native import vdi as native_vdi
+from glance_store_fastsheep import stream
 
 LOG = logging.getLogger(__name__)
 
@@ -59,10 +60,11 @@ class DogClient(client.Client):
     def read(self, address, port, name, offset, length):
         """One ``dog vdi read`` stream, or read-ahead beyond one window."""
         current = self.settings
-        stream_class = read.ReadStream
+        pieces = read.pieces
         if current.read_concurrency > 1 and length > current.read_window:
-            stream_class = readahead.ReadAheadStream
-        return stream_class(current, address, port, name, offset, length)
+            pieces = readahead.pieces
+        return stream.Stream(pieces, current, address, port, name, offset,
+                             length)
 
     def delete(self, address, port, name):
         """Delete the VDI; NotFound when missing.

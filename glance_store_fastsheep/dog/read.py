@@ -172,38 +172,12 @@ class RangeRead(object):
         self._release(kill=True)
 
 
-class ReadStream(object):
-    """The iterable that ``Store.get`` returns.
+def pieces(settings, address, port, name, offset, length):
+    """The plain download: one ``dog vdi read`` for the whole range.
 
-    Nothing is spawned until the first item is asked for. ``close()`` (WSGI
-    servers call it when a client hangs up) and garbage collection of a
-    half-read iterator both kill and reap the child.
+    What ``stream.Stream`` runs for ``Store.get`` with a read
+    concurrency of 1, or a range of at most one window.
     """
-
-    def __init__(self, settings, address, port, name, offset, length):
-        self.settings = settings
-        self.address = address
-        self.port = port
-        self.name = name
-        self.offset = offset
-        self.length = length
-        self._gen = None
-
-    def __iter__(self):
-        if self._gen is None:
-            # A module-level generator, not a method: a generator holding
-            # self while self holds it is a cycle that only the cyclic GC
-            # breaks, which would keep a dropped child alive until then.
-            self._gen = _stream(self.settings, self.address, self.port,
-                                self.name, self.offset, self.length)
-        return self._gen
-
-    def close(self):
-        if self._gen is not None:
-            self._gen.close()
-
-
-def _stream(settings, address, port, name, offset, length):
     if length <= 0:
         return
     reader = RangeRead(settings, address, port, name, offset, length)

@@ -123,7 +123,7 @@ class ReaderRamp(object):
     the maximum; by default one). A ramp that starts at its maximum is
     settled: ``ReaderRamp(maximum, start=maximum)`` is the fixed
     read-ahead that runs every reader from the first byte, which the
-    bench compares with the ramp (see ReadAheadStream's ``ramp``).
+    bench compares with the ramp (see ``pieces``' ``make_ramp``).
 
     The cluster is shared: a reader that pays for one stream on an idle
     cluster only takes it from the other streams once they keep it busy.
@@ -356,34 +356,18 @@ class WindowFetch(object):
         self.pieces.clear()
 
 
-class ReadAheadStream(read.ReadStream):
-    """``Store.get``'s iterable when read concurrency is more than 1.
+def pieces(settings, address, port, name, offset, length, make_ramp=None):
+    """The read-ahead download, for ``stream.Stream``.
 
-    ``ramp`` chooses how many readers the download keeps: it is called
-    with the most readers the download may run (the configured read
-    concurrency, or the number of windows if that is smaller) and
+    ``Store.get`` runs it when read concurrency is more than 1.
+    ``make_ramp`` chooses how many readers the download keeps: it is
+    called with the most readers the download may run (the configured
+    read concurrency, or the number of windows if that is smaller) and
     returns a ReaderRamp. ``Store.get`` leaves the default, ReaderRamp,
     which starts at one reader and adds readers while they pay;
     ``lambda most: ReaderRamp(most, start=most)`` runs them all from the
     start.
     """
-
-    def __init__(self, settings, address, port, name, offset, length,
-                 ramp=None):
-        super(ReadAheadStream, self).__init__(settings, address, port, name,
-                                              offset, length)
-        self.ramp = ramp
-
-    def __iter__(self):
-        if self._gen is None:
-            self._gen = _stream_windows(self.settings, self.address,
-                                        self.port, self.name, self.offset,
-                                        self.length, self.ramp)
-        return self._gen
-
-
-def _stream_windows(settings, address, port, name, offset, length,
-                    make_ramp=None):
     if length <= 0:
         return
     window = settings.read_window

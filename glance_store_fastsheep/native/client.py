@@ -29,6 +29,7 @@ from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read
 from glance_store_fastsheep.native import vdi as vdi_ops
 from glance_store_fastsheep.native import write
+from glance_store_fastsheep import stream
 
 LOG = logging.getLogger(__name__)
 
@@ -112,8 +113,8 @@ class NativeClient(client.Client):
             session.close()
 
     def read(self, address, port, name, offset, length):
-        return read.NativeStream(self.settings, address, port, name, offset,
-                                 length)
+        return stream.Stream(read.pieces, self.settings, address, port,
+                             name, offset, length)
 
     def write(self, name, source, digest, image_size):
         return write.write_image(self.settings, name, source, digest,

@@ -172,29 +172,8 @@ def read_range(settings, address, port, name, offset, length, snapid=0,
         session.close()
 
 
-class NativeStream(object):
-    """The iterable ``Client.read`` returns.
-
-    Nothing is connected until the first item is asked for. ``close()``
-    (a client that hung up) and garbage collection close the socket.
-    """
-
-    def __init__(self, settings, address, port, name, offset, length):
-        self._args = (settings, address, port, name, offset, length)
-        self._gen = None
-
-    def __iter__(self):
-        if self._gen is None:
-            # A module-level generator: see dog.read.ReadStream.
-            self._gen = _stream(*self._args)
-        return self._gen
-
-    def close(self):
-        if self._gen is not None:
-            self._gen.close()
-
-
-def _stream(settings, address, port, name, offset, length):
+def pieces(settings, address, port, name, offset, length):
+    """The native download, for ``stream.Stream``: read_range, logged."""
     native = read_range(settings, address, port, name, offset, length)
     try:
         for piece in native:

@@ -21,6 +21,7 @@ from glance_store import exceptions
 
 from glance_store_fastsheep import budget
 from glance_store_fastsheep.dog import readahead
+from glance_store_fastsheep import stream as stream_mod
 from glance_store_fastsheep.tests.functional import base
 from glance_store_fastsheep.tests.unit import base as unit_base
 
@@ -131,7 +132,7 @@ class ReadAheadTest(_Base):
 
     def test_whole_image_in_order(self):
         stream, length = self.sd.get(self.location('img'))
-        self.assertIsInstance(stream, readahead.ReadAheadStream)
+        self.assertIs(readahead.pieces, stream.pieces)
         self.assertEqual(self.data, b''.join(stream))
         self.assertEqual(len(self.data), length)
         reads = sorted(self.reads())
@@ -222,7 +223,7 @@ class ReadAheadTest(_Base):
         sd = self.make_store(self.make_conf(
             sheepdog_store_read_concurrency=1))
         stream, _length = sd.get(self.location('img'))
-        self.assertNotIsInstance(stream, readahead.ReadAheadStream)
+        self.assertIsNot(readahead.pieces, stream.pieces)
         self.assertEqual(self.data, b''.join(stream))
         self.assertEqual([(0, len(self.data))], self.reads())
         self.assertNothingLeft(['img'])
@@ -235,7 +236,7 @@ class OneReaderTest(_Base):
 
     def test_one_process_for_the_rest(self):
         stream, _length = self.sd.get(self.location('img'))
-        self.assertIsInstance(stream, readahead.ReadAheadStream)
+        self.assertIs(readahead.pieces, stream.pieces)
         self.assertEqual(self.data, b''.join(stream))
         # Settled before the first window: one process for all of it.
         self.assertEqual([(0, len(self.data))], self.reads())
@@ -281,12 +282,12 @@ class RampTest(_Base):
 
 
 class RampArgumentTest(_Base):
-    """ReadAheadStream's ramp argument, where Store.get is not used."""
+    """readahead.pieces' make_ramp argument, where Store.get is not used."""
 
     def stream(self, ramp=None):
-        return readahead.ReadAheadStream(
-            self.sd.settings, self.sheep.address, self.sheep.port, 'img', 0,
-            len(self.data), ramp=ramp)
+        return stream_mod.Stream(
+            readahead.pieces, self.sd.settings, self.sheep.address,
+            self.sheep.port, 'img', 0, len(self.data), ramp)
 
     def window_offsets(self, stream):
         fetches = stream._gen.gi_frame.f_locals['fetches']
@@ -325,9 +326,9 @@ class RampArgumentTest(_Base):
         def ramp(most):
             asked.append(most)
             return readahead.ReaderRamp(most, start=2)
-        stream = readahead.ReadAheadStream(
-            self.sd.settings, self.sheep.address, self.sheep.port, 'img', 0,
-            2 * WINDOW, ramp=ramp)
+        stream = stream_mod.Stream(
+            readahead.pieces, self.sd.settings, self.sheep.address,
+            self.sheep.port, 'img', 0, 2 * WINDOW, ramp)
         self.assertEqual(self.data[:2 * WINDOW], b''.join(stream))
         # Three configured, but two windows: at most two readers.
         self.assertEqual([2], asked)
@@ -371,7 +372,7 @@ class CutTest(_Base):
         data = os.urandom(WINDOW + OBJECT)
         self.sheep.create_vdi('short', data)
         stream, _length = self.sd.get(self.location('short'))
-        self.assertIsInstance(stream, readahead.ReadAheadStream)
+        self.assertIs(readahead.pieces, stream.pieces)
         self.assertEqual(data, b''.join(stream))
         self.assertEqual([(0, len(data))], self.reads())
         self.assertNothingLeft(['img', 'short'])
