@@ -356,6 +356,157 @@ class WindowFetch(object):
         self.pieces.clear()
 
 
+class _Download(object):
+    """One read-ahead download's readers, in the steps ``pieces`` runs.
+
+    ``plan`` holds the ranges not started yet, ``fetches`` the readers
+    in flight in range order (the head is the one being yielded), and
+    ``held`` the windows of budget.READ_MEMORY this download holds.
+    """
+
+    def __init__(self, settings, address, port, name, offset, length,
+                 make_ramp):
+        self.settings = settings
+        self.where = (address, port, name)
+        self.window = window = settings.read_window
+        self.end = offset + length
+        total = len(list(windows(offset, length, window)))
+        self.ramp = (make_ramp or ReaderRamp)(
+            min(settings.read_concurrency, total))
+        if self.ramp.level > 1:
+            self.plan = collections.deque(windows(offset, length, window))
+        else:
+            # One reader for the whole range, until a second one pays.
+            self.plan = collections.deque([(offset, length)])
+        self.fetches = collections.deque()
+        self.held = 0
+        self.pool = BufferPool(settings.read_size)
+        self.done = 0  # bytes of the ranges already yielded
+        self.waited = self.idle = 0.0  # and the waits in them
+
+    # The budget's windows ---------------------------------------------
+
+    def in_windows(self):
+        return sum(1 for f in self.fetches if isinstance(f, WindowFetch))
+
+    def hold(self, count):
+        """Hold count windows if the budget has them; whether held."""
+        if count <= self.held:
+            return True
+        if not budget.READ_MEMORY.take((count - self.held) * self.window,
+                                       self.settings.readahead_budget):
+            return False
+        self.held = count
+        return True
+
+    def keep(self, count):
+        """Give back what is held beyond count windows."""
+        if count < self.held:
+            budget.READ_MEMORY.give((self.held - count) * self.window)
+            self.held = count
+
+    # Starting readers -------------------------------------------------
+
+    def one_reader_for_the_rest(self):
+        if len(self.plan) > 1:
+            first, last = self.plan[0], self.plan[-1]
+            self.plan.clear()
+            self.plan.append((first[0], last[0] + last[1] - first[0]))
+
+    def split_the_last_reader(self):
+        """Cut the reader that reads to the end into windows, if it pays.
+
+        At the next window boundary, if at least a whole window is left
+        to amortise a new reader's start, lookup and inode read, and the
+        budget has a window for one more; otherwise no reader can pay.
+        """
+        last, window = self.fetches[-1], self.window
+        boundary = ((last.offset + last.delivered) // window + 1) * window
+        if (self.end - boundary >= window and
+                self.hold(self.in_windows() + 1) and
+                last.cut(boundary - last.offset)):
+            self.plan.extend(windows(boundary, self.end - boundary, window))
+        else:
+            self.ramp.hold(len(self.fetches))
+
+    def start_one(self):
+        """Start the next planned range; False if the budget is used up."""
+        fetches, ramp = self.fetches, self.ramp
+        if fetches or ramp.level > 1:
+            if not self.hold(self.in_windows() + 1):
+                # Keep the readers running, or with none left, read the
+                # rest as the plain stream does.
+                ramp.hold(max(1, len(fetches)))
+                if fetches:
+                    return False
+                self.one_reader_for_the_rest()
+        range_offset, range_length = self.plan.popleft()
+        address, port, name = self.where
+        if not fetches and ramp.level == 1:
+            # No reader beside it: the consumer reads it itself.
+            fetches.append(InlineFetch(self.settings, address, port, name,
+                                       range_offset, range_length))
+        else:
+            fetches.append(WindowFetch(self.settings, address, port, name,
+                                       range_offset, range_length,
+                                       self.pool, self.window))
+        return True
+
+    def start_readers(self):
+        """Start as many readers as the ramp keeps and the plan has."""
+        if self.ramp.settled and self.ramp.level == 1:
+            # One reader is enough: one process for the rest, started
+            # once the windows in flight are done and read inline.
+            self.one_reader_for_the_rest()
+        if not self.plan and len(self.fetches) < self.ramp.level:
+            self.split_the_last_reader()
+        while self.plan and len(self.fetches) < self.ramp.level:
+            if not self.start_one():
+                break
+        # A window's share passes on to the window that follows it, and
+        # what no window in flight needs goes back.
+        self.keep(self.in_windows())
+
+    # While the head is yielded ----------------------------------------
+
+    def raise_any_failure(self):
+        """Fail as soon as any window in flight has failed.
+
+        What was yielded is then a prefix of the range read so far.
+        """
+        for fetch in self.fetches:
+            if fetch.failed():
+                fetch.take()
+
+    def sample(self):
+        """Let the ramp weigh the readers' progress; start what it adds."""
+        if self.ramp.settled:
+            return
+        fetches = self.fetches
+        own = sum(1 for f in fetches if f.reading)
+        self.ramp.sample(self.done + sum(f.delivered for f in fetches),
+                         self.waited + sum(f.waited for f in fetches),
+                         self.idle + sum(f.idle for f in fetches),
+                         all(f.delivered for f in fetches),
+                         budget.READERS.held - own)
+        self.start_readers()
+
+    def head_done(self):
+        """Drop the head, whose range was yielded whole; count its waits."""
+        head = self.fetches.popleft()
+        self.done += head.end
+        self.waited += head.waited
+        self.idle += head.idle
+
+    def close(self):
+        """Kill every reader in flight; give back the budget's windows."""
+        try:
+            while self.fetches:
+                self.fetches.popleft().cancel()
+        finally:
+            self.keep(0)
+
+
 def pieces(settings, address, port, name, offset, length, make_ramp=None):
     """The read-ahead download, for ``stream.Stream``.
 
@@ -370,131 +521,32 @@ def pieces(settings, address, port, name, offset, length, make_ramp=None):
     """
     if length <= 0:
         return
-    window = settings.read_window
-    end = offset + length
-    total = len(list(windows(offset, length, window)))
-    ramp = (make_ramp or ReaderRamp)(min(settings.read_concurrency, total))
-    if ramp.level > 1:
-        plan = collections.deque(windows(offset, length, window))
-    else:
-        # One reader for the whole range, until a second one pays.
-        plan = collections.deque([(offset, length)])
-    fetches = collections.deque()
-    held = [0]  # windows of budget.READ_MEMORY this download holds
-    pool = BufferPool(settings.read_size)
-    done = 0  # bytes of the ranges already yielded
-    waited = idle = 0.0  # and the waits in them
+    download = _Download(settings, address, port, name, offset, length,
+                         make_ramp)
     yielded = 0
-
-    def in_windows():
-        return sum(1 for f in fetches if isinstance(f, WindowFetch))
-
-    def hold(count):
-        """Hold count windows if the budget has them; whether held."""
-        if count <= held[0]:
-            return True
-        if not budget.READ_MEMORY.take((count - held[0]) * window,
-                                       settings.readahead_budget):
-            return False
-        held[0] = count
-        return True
-
-    def keep(count):
-        """Give back what is held beyond count windows."""
-        if count < held[0]:
-            budget.READ_MEMORY.give((held[0] - count) * window)
-            held[0] = count
-
-    def one_reader_for_the_rest():
-        if len(plan) > 1:
-            first, last = plan[0], plan[-1]
-            plan.clear()
-            plan.append((first[0], last[0] + last[1] - first[0]))
-
-    def start_readers():
-        if ramp.settled and ramp.level == 1:
-            # One reader is enough: one process for the rest, started
-            # once the windows in flight are done and read inline.
-            one_reader_for_the_rest()
-        if not plan and len(fetches) < ramp.level:
-            # The last reader reads to the end: cut it at the next window
-            # boundary and give the windows after it to more readers, if
-            # at least a whole window is left to amortise a new reader's
-            # start, lookup and inode read, and the budget has a window
-            # for one more; otherwise no reader can pay.
-            last = fetches[-1]
-            boundary = ((last.offset + last.delivered) // window + 1) * window
-            if (end - boundary >= window and
-                    hold(in_windows() + 1) and
-                    last.cut(boundary - last.offset)):
-                plan.extend(windows(boundary, end - boundary, window))
-            else:
-                ramp.hold(len(fetches))
-        while plan and len(fetches) < ramp.level:
-            if fetches or ramp.level > 1:
-                if not hold(in_windows() + 1):
-                    # The budget is used up: keep the readers running,
-                    # or with none left, read the rest as the plain
-                    # stream does.
-                    ramp.hold(max(1, len(fetches)))
-                    if fetches:
-                        break
-                    one_reader_for_the_rest()
-            range_offset, range_length = plan.popleft()
-            if not fetches and ramp.level == 1:
-                # No reader beside it: the consumer reads it itself.
-                fetches.append(InlineFetch(settings, address, port, name,
-                                           range_offset, range_length))
-            else:
-                fetches.append(WindowFetch(settings, address, port, name,
-                                           range_offset, range_length,
-                                           pool, window))
-        # A window's share passes on to the window that follows it, and
-        # what no window in flight needs goes back.
-        keep(in_windows())
-
     try:
-        while plan or fetches:
-            start_readers()
-            head = fetches[0]
-            while True:
-                piece = head.take()
-                if piece is None:
-                    break
+        while download.plan or download.fetches:
+            download.start_readers()
+            head = download.fetches[0]
+            piece = head.take()
+            while piece is not None:
                 yielded += len(piece)
                 yield piece
-                # Fail as soon as any window in flight has failed: what
-                # was yielded is a prefix of the range read so far.
-                for fetch in fetches:
-                    if fetch.failed():
-                        fetch.take()
-                if not ramp.settled:
-                    own = sum(1 for f in fetches if f.reading)
-                    ramp.sample(done + sum(f.delivered for f in fetches),
-                                waited + sum(f.waited for f in fetches),
-                                idle + sum(f.idle for f in fetches),
-                                all(f.delivered for f in fetches),
-                                budget.READERS.held - own)
-                    start_readers()
-            fetches.popleft()
-            done += head.end
-            waited += head.waited
-            idle += head.idle
+                download.raise_any_failure()
+                download.sample()
+                piece = head.take()
+            download.head_done()
         LOG.debug('Read %d bytes of %s at offset %d, up to %d readers over '
-                  '%d-byte windows', yielded, name, offset, ramp.level,
-                  window)
+                  '%d-byte windows', yielded, name, offset,
+                  download.ramp.level, download.window)
     except GeneratorExit:
         LOG.info('Download of %s stopped by its consumer after %d of %d '
                  'bytes; killing %d `dog vdi read`', name, yielded, length,
-                 len(fetches))
+                 len(download.fetches))
         raise
     except Exception as exc:
         LOG.error('Download of %s failed after %d of %d bytes: %s', name,
                   yielded, length, exc)
         raise
     finally:
-        try:
-            while fetches:
-                fetches.popleft().cancel()
-        finally:
-            keep(0)
+        download.close()

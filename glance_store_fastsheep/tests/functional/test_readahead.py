@@ -250,7 +250,7 @@ class OneReaderTest(_Base):
         # The consumer stalls: nothing reads ahead of it (no worker, no
         # queue), so what was read from the pipe is what was yielded.
         time.sleep(0.2)
-        fetch = stream._gen.gi_frame.f_locals['fetches'][0]
+        fetch = stream._gen.gi_frame.f_locals['download'].fetches[0]
         self.assertIsInstance(fetch, readahead.InlineFetch)
         self.assertEqual(len(self.data), fetch.length)
         self.assertEqual(len(got[0]), fetch.delivered)
@@ -290,7 +290,7 @@ class RampArgumentTest(_Base):
             self.sheep.port, 'img', 0, len(self.data), ramp)
 
     def window_offsets(self, stream):
-        fetches = stream._gen.gi_frame.f_locals['fetches']
+        fetches = stream._gen.gi_frame.f_locals['download'].fetches
         return [(type(f).__name__, f.offset) for f in fetches]
 
     def test_every_reader_from_the_start(self):
@@ -421,7 +421,7 @@ class BudgetTest(_Base):
         stream, _length = sd.get(self.location('img'))
         iterator = iter(stream)
         got = [next(iterator)]
-        fetch = stream._gen.gi_frame.f_locals['fetches'][0]
+        fetch = stream._gen.gi_frame.f_locals['download'].fetches[0]
         self.assertIsInstance(fetch, readahead.InlineFetch)
         got.extend(iterator)
         self.assertEqual(self.data, b''.join(got))
