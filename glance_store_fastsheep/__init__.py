@@ -1,0 +1,18 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A glance_store driver for sheepdog over two clients, ``native`` and ``dog``.
+
+doc/source/contributor/architecture.rst draws the layers (``native/``,
+``dog/`` and what both use at the top level) and says which module may
+import which; fastpath_integration/tests/test_import_graph.py enforces
+that table.
+"""

@@ -16,6 +16,12 @@ ties the two together where no reader looks. Tests may look inside the
 module they test; everything else that does is listed in
 ``KNOWN_PRIVATE``, each with the reason it is still there.
 
+The driver's layers are drawn in doc/source/contributor/architecture.rst,
+with a table of which module may import which; this test reads that
+table from the page and refuses every import of the driver it does not
+allow, and every driver module the table does not place (``layer_rules``,
+``layer_violations``): the page and the code cannot drift apart.
+
 Runs without any service, in ``tox -e pep8`` as in the integration env:
 ``python -m testtools.run fastpath_integration.tests.test_import_graph``.
 """
@@ -44,6 +50,10 @@ KNOWN_PRIVATE = {
     ('sheepdog_emulator.tests.unit.test_emulator',
      'sheepdog_emulator.cluster._parse_json'),
 }
+# The driver whose layers doc/source/contributor/architecture.rst draws.
+DRIVER = 'glance_store_fastsheep'
+ARCHITECTURE = os.path.join(TOPDIR, 'doc', 'source', 'contributor',
+                            'architecture.rst')
 SKIP_DIRS = {'.git', '.tox', '.eggs', '.stestr', 'build', 'dist', 'doc',
              'releasenotes', '__pycache__'}
 
@@ -292,6 +302,82 @@ def cycles(graph):
     return sorted(found)
 
 
+def layer_rules(text):
+    """The "Who may import whom" table of architecture.rst, parsed.
+
+    ``{row: (ranks, allowed)}``: ``ranks`` the row's modules as a list
+    of sets, lowest first (``a, b < c``: c may import a and b); the
+    names are relative to the driver package. ``allowed`` the rows and
+    modules of other rows the row's modules may import.
+    """
+    section = text.split('Who may import whom', 1)[1]
+    table = []
+    for line in section.splitlines():
+        if line.startswith('   * -'):
+            table.append([line[6:].strip()])
+        elif line.startswith('     -'):
+            table[-1].append(line[6:].strip())
+        elif line.startswith('       ') and table:
+            table[-1][-1] += ' ' + line.strip()
+        elif line.strip() and not line.startswith(' ') and table:
+            break
+    rules = {}
+    for row, modules, allowed in table[1:]:
+        ranks = [{name.strip() for name in rank.split(',')}
+                 for rank in modules.strip('`').split('<')]
+        rules[row] = (ranks, {name.strip() for name in
+                              allowed.strip('`').split(',') if name.strip()})
+    return rules
+
+
+def layer_violations(topdir, rules, package):
+    """What the layer table refuses in package, sorted.
+
+    ``(importer, imported)`` for each import the table does not allow;
+    ``('(no row)', module)`` for a module (not a package's
+    ``__init__``, not a test) that no row places; ``('(no module)',
+    name)`` for a name of the table that is no module.
+    """
+    modules, script_dirs = collect_modules(topdir)
+    where = {}
+    for row, (ranks, _allowed) in rules.items():
+        for rank, names in enumerate(ranks):
+            for name in names:
+                where['%s.%s' % (package, name)] = (row, rank)
+    driver = {ident for ident, path in modules.items()
+              if ident.startswith(package + '.') and
+              '.tests' not in ident[len(package):]}
+    packages = {ident for ident in driver
+                if os.path.basename(modules[ident]) == '__init__.py'}
+    found = [('(no row)', ident) for ident in driver - packages
+             if ident not in where]
+    found.extend(('(no module)', name) for name in where
+                 if name not in driver - packages)
+    for row, (_ranks, allowed) in rules.items():
+        found.extend(('(no module)', '%s.%s' % (package, name))
+                     for name in allowed
+                     if name not in rules and
+                     '%s.%s' % (package, name) not in where)
+
+    def allows(importer, imported):
+        if importer not in where or imported not in where:
+            return False
+        row, rank = where[importer]
+        other_row, other_rank = where[imported]
+        if other_row == row:
+            return other_rank < rank
+        allowed = rules[row][1]
+        return (other_row in allowed or
+                imported[len(package) + 1:] in allowed)
+
+    for ident in driver:
+        for target in imports_of(ident, modules[ident], modules,
+                                 script_dirs):
+            if target.startswith(package) and not allows(ident, target):
+                found.append((ident, target))
+    return sorted(found)
+
+
 class ImportGraphTestCase(testtools.TestCase):
 
     def tree(self, files):
@@ -358,6 +444,62 @@ class ImportGraphTestCase(testtools.TestCase):
         self.assertEqual({host}, reachable(
             graph, 'fastpath_integration.harness.sheepdog'))
         self.assertIn(host, graph['fastpath_integration.harness.processes'])
+
+    def test_the_driver_keeps_its_drawn_layers(self):
+        with open(ARCHITECTURE) as f:
+            rules = layer_rules(f.read())
+        # The table was read: its rows and the two clients' orders.
+        self.assertEqual({'shared', 'native', 'dog', 'entry', 'cmd'},
+                         set(rules))
+        self.assertEqual({'native.client'}, rules['native'][0][-1])
+        self.assertIn('native.vdi', rules['dog'][1])
+        self.assertEqual([], layer_violations(TOPDIR, rules, DRIVER))
+
+    def test_a_layer_violation_is_found(self):
+        """The check can fail: each way out of the drawing."""
+        page = (
+            'Who may import whom\n'
+            '===================\n\n'
+            '.. list-table::\n'
+            '   :header-rows: 1\n\n'
+            '   * - row\n'
+            '     - modules\n'
+            '     - and\n'
+            '   * - base\n'
+            '     - ``a, b < c, z``\n'
+            '     -\n'
+            '   * - top\n'
+            '     - ``t.low <\n'
+            '       t.high``\n'
+            '     - ``base, gone``\n'
+            '   * - side\n'
+            '     - ``s``\n'
+            '     - ``a``\n\n'
+            'Prose after the table.\n')
+        rules = layer_rules(page)
+        self.assertEqual(([{'t.low'}, {'t.high'}], {'base', 'gone'}),
+                         rules['top'])
+        top = self.tree({
+            'pkg/__init__.py': '',
+            'pkg/a.py': 'from pkg import b\n',  # same rank
+            'pkg/b.py': '',
+            'pkg/c.py': 'from pkg import a, b\n',  # lower ranks: allowed
+            'pkg/s.py': 'from pkg import a\nfrom pkg import c\n',
+            'pkg/t/__init__.py': '',
+            'pkg/t/low.py': 'from pkg.t import high\n',  # upward
+            'pkg/t/high.py': 'from pkg.t import low\nimport pkg.c\n',
+            'pkg/u.py': '',  # placed by no row
+            'pkg/tests/__init__.py': '',
+            'pkg/tests/test_a.py': 'from pkg import s\n',
+        })
+        self.assertEqual([
+            ('(no module)', 'pkg.gone'),
+            ('(no module)', 'pkg.z'),
+            ('(no row)', 'pkg.u'),
+            ('pkg.a', 'pkg.b'),
+            ('pkg.s', 'pkg.c'),
+            ('pkg.t.low', 'pkg.t.high'),
+        ], layer_violations(top, rules, 'pkg'))
 
     def test_a_cycle_is_found(self):
         """The check can fail: two modules importing each other."""
