@@ -34,11 +34,28 @@ at the same offset. ``NEW_VDI`` and ``DEL_VDI`` are not idempotent;
 changed). Results that sheep answered are never a reason to fail over:
 another gateway would answer the same.
 
-Bounds: at most ``failover_attempts`` failovers per session, none after
-``transfer_timeout`` from the first; a node that failed is not tried
-again by the same session. Each failover is logged once, as a warning
-naming the old node, the new one and the reason.
+Object reads go where a copy is (``route_reads``): a gateway asked
+for an object it does not hold forwards the read to a random holder
+(``gateway_replication_read``, sheep/gateway.c) and waits on it as long
+as sheep's own timeouts let it, so one frozen holder stalls reads sent
+to any live gateway. The client computes the holders as sheep does
+(``Ring``: the vnode ring over the members, ``oid_to_vnodes``) and
+sends each read to a live holder on a connection of its own; that sheep
+reads its local copy. A holder that stalls or fails is treated as
+failed for the transfer and its outstanding reads go to the object's
+other holders. Everything else (lookups, writes, inode updates) goes to
+the one gateway: a write waits on every copy wherever it is sent. With
+no placement known (a fake sheep, members without vnodes, a build with
+disk vnodes) every request goes to the gateway, as before.
+
+Bounds: at most ``failover_attempts`` failovers per session, gateway
+and holders together, none after ``transfer_timeout`` from the first; a
+node that failed is not tried again by the same session. Each failover
+is logged once, as a warning naming the old node, the new one and the
+reason.
 """
+
+import bisect
 
 from oslo_log import log as logging
 from oslo_utils import timeutils
@@ -76,7 +93,8 @@ class Cluster(object):
         # internal request (learn, vdi's attribute requests).
         self.sheep_version = None
 
-    def _session(self, node, name):
+    def open(self, node, name):
+        """A Session to node (Unreachable when it refuses)."""
         settings = self.settings
         return connection.Session(node[0], node[1], name,
                                   settings.command_timeout,
@@ -94,7 +112,7 @@ class Cluster(object):
             if skip_failed and node in self.failed:
                 continue
             try:
-                return self._session(node, name)
+                return self.open(node, name)
             except connection.Unreachable as exc:
                 self.failed.add(node)
                 errors.append(exc)
@@ -151,11 +169,114 @@ class Cluster(object):
 
 
 def _text(node):
-    return '%s:%s' % node
+    return '%s:%s' % (node[0], node[1])
 
 
-class FailoverSession(object):
-    """A Session that moves to another sheep when its connection fails."""
+# 64-bit FNV-1a, as sheep hashes nodes and objects (include/sheepdog_proto.h
+# of 0.9.5, 1.0.1 and master alike).
+FNV1A_64_INIT = 0xcbf29ce484222325
+FNV_64_PRIME = 0x100000001b3
+_MASK = (1 << 64) - 1
+
+
+def fnv_64a(data, hval=FNV1A_64_INIT):
+    """FNV-1a of a byte string, continuing from hval."""
+    for byte in bytearray(data):
+        hval = ((hval ^ byte) * FNV_64_PRIME) & _MASK
+    return hval
+
+
+def fnv_64a_64(value, hval):
+    """FNV-1a of value's 8 little-endian bytes (sheep's fnv_64a_64)."""
+    for shift in range(0, 64, 8):
+        hval = ((hval ^ ((value >> shift) & 0xff)) * FNV_64_PRIME) & _MASK
+    return hval
+
+
+def hash_next(hval):
+    """The next vnode's hash after hval (sd_hash_next)."""
+    return fnv_64a_64(hval, hval)
+
+
+def oid_hash(oid):
+    """Where an object id falls on the ring (sd_hash_oid)."""
+    return hash_next(fnv_64a_64(oid, FNV1A_64_INIT))
+
+
+def node_hash(node_id):
+    """The seed of a node's vnode hashes: sd_hash of address and port."""
+    return hash_next(fnv_64a(node_id))
+
+
+class Ring(object):
+    """The vnode ring sheep places objects on, built from the members.
+
+    Each member contributes ``nr_vnodes`` points, the successive
+    ``hash_next`` of its ``node_hash`` (node_to_vnodes); an object's
+    first copy is on the first point at or after its ``oid_hash``,
+    wrapping round, and each further copy on the next point of a zone
+    not used yet (oid_to_vnodes, include/sheep.h). Sheep builds the
+    ring from GET_NODE_LIST's own entries, whose nr_vnodes already has
+    any automatic weighting applied.
+    """
+
+    def __init__(self, nodes):
+        points = []
+        for node in nodes:
+            hval = node_hash(node.node_id)
+            for _count in range(node.nr_vnodes):
+                hval = hash_next(hval)
+                points.append((hval, node.zone, node))
+        points.sort(key=lambda point: point[0])
+        self.hashes = [point[0] for point in points]
+        self.points = [(point[2], point[1]) for point in points]
+        # Gateway-only members (no vnodes) add no zone (sheep/group.c).
+        self.nr_zones = len(set(node.zone for node in nodes
+                                if node.nr_vnodes))
+
+    @classmethod
+    def of(cls, nodes):
+        """The ring of nodes, or None where placement is not known.
+
+        Unknown: no members, an entry without what placement needs (a
+        fake sheep), or a build with disk vnodes (placed by disk).
+        """
+        if not nodes or any(getattr(node, 'node_id', None) is None or
+                            node.disks for node in nodes):
+            return None
+        if not any(node.nr_vnodes for node in nodes):
+            return None
+        return cls(nodes)
+
+    def holders(self, oid, copies):
+        """The nodes holding oid's copies, first copy first.
+
+        copies is the VDI's; sheep keeps no more than there are zones.
+        """
+        copies = min(copies, self.nr_zones)
+        count = len(self.points)
+        first = bisect.bisect_left(self.hashes, oid_hash(oid)) % count
+        node, zone = self.points[first]
+        nodes, zones = [node], set([zone])
+        index = first
+        while len(nodes) < copies:
+            index = (index + 1) % count
+            if index == first:
+                break
+            node, zone = self.points[index]
+            if zone not in zones:
+                nodes.append(node)
+                zones.add(zone)
+        return nodes
+
+
+class FailoverSession(connection.Calls):
+    """A Session that moves to another sheep when its connection fails.
+
+    ``session`` is the gateway; ``routes`` the connections to nodes
+    holding the objects ``route_reads`` asked to route. ``outstanding``
+    and a bare ``receive_one()`` are the gateway's: writes go there.
+    """
 
     def __init__(self, settings, name, first=None, cluster=None):
         self.cluster = cluster or Cluster(settings, first)
@@ -163,6 +284,13 @@ class FailoverSession(object):
         self.settings = settings
         self.failovers = 0
         self.deadline = None
+        self.routes = {}
+        self.ring = None
+        self._members = None
+        # vid -> (copies, data too) of the VDIs whose reads are routed.
+        self._routed = {}
+        # id(request) -> the Session the request was last sent on.
+        self._carriers = {}
         self.session = self.cluster.connect(name)
         if not settings.members:
             try:
@@ -192,97 +320,197 @@ class FailoverSession(object):
 
     def close(self):
         self.session.close()
+        for route in list(self.routes.values()):
+            route.close()
+        self.routes.clear()
+        self._carriers.clear()
+
+    # -- routing ------------------------------------------------------------
+
+    def route_reads(self, vid, copies, data=True):
+        """Send READ_OBJ of vid's objects to a node holding a copy.
+
+        copies is the VDI's. The inode object always; the data objects
+        only with data: not those of an erasure-coded VDI, of which a
+        node holds a strip and only a gateway rebuilds the data. Without
+        a known placement, or copies (0), this does nothing.
+        """
+        self._refresh_ring()
+        if self.ring is not None and copies:
+            self._routed[vid] = (copies, data)
+
+    def _refresh_ring(self):
+        members = self.settings.members
+        if members is not self._members:
+            self._members = members
+            self.ring = Ring.of(members)
+
+    def _target(self, request):
+        """The node request is to go to; None for the gateway."""
+        if request.opcode != proto.OP_READ_OBJ or self.ring is None:
+            return None
+        copies, data = self._routed.get(proto.oid_vid(request.oid),
+                                        (0, False))
+        if not copies or not (data or request.oid & proto.VDI_BIT):
+            return None
+        failed = self.cluster.failed
+        holders = [node for node in self.ring.holders(request.oid, copies)
+                   if node not in failed]
+        if not holders or self.session.node in holders:
+            # No live holder left: the gateway is the last resort.
+            return None
+        return holders[0]
+
+    def _carrier(self, request):
+        """The live Session request was sent on (else the gateway)."""
+        if request is None:
+            return self.session
+        session = self._carriers.get(id(request))
+        if session is None or session.sock is None:
+            return self.session
+        return session
+
+    def _dispatch(self, requests):
+        """Send each request to its node; failures fail over."""
+        order = []
+        batches = {}
+        for request in requests:
+            node = self._target(request)
+            if node not in batches:
+                batches[node] = []
+                order.append(node)
+            batches[node].append(request)
+        for node in order:
+            batch = batches[node]
+            if node is None:
+                session = self.session
+            else:
+                session = self.routes.get(node)
+            if session is None:
+                try:
+                    session = self.cluster.open(node, self.name)
+                except connection.Unreachable as exc:
+                    self._reroute(node, batch, exc)
+                    continue
+                self.routes[node] = session
+            for request in batch:
+                self._carriers[id(request)] = session
+            try:
+                session.send(batch)
+            except connection.ConnectionLost as exc:
+                # send registers the batch first: it is outstanding.
+                self._lost(session, exc)
 
     # -- failing over -----------------------------------------------------
 
-    def _fail_over(self, exc):
-        """Move to the next live node and resend what was in flight.
+    def _lost(self, session, exc):
+        """session's connection failed: move its requests elsewhere."""
+        if session is self.session:
+            self._fail_over(exc)
+            return
+        self.routes.pop(session.node, None)
+        pending = session.outstanding
+        session.close()
+        self._reroute(session.node, pending, exc)
+
+    def _within_bounds(self, exc):
+        """Count a failover; raise exc when the bounds are reached."""
+        now = timeutils.now()
+        if self.deadline is None:
+            self.deadline = now + self.settings.transfer_timeout
+        if (self.failovers >= self.settings.failover_attempts or
+                now >= self.deadline):
+            LOG.error('Giving up on sheepdog image %s after %d '
+                      'failover(s): %s', self.name, self.failovers, exc)
+            raise exc
+        self.failovers += 1
+
+    def _reroute(self, node, pending, exc):
+        """A holder failed: resend its reads to other holders."""
+        self.cluster.failed.add(node)
+        self._within_bounds(exc)
+        try:
+            # Refresh the members from the gateway.
+            self.cluster.learn(self.session)
+        except connection.ConnectionLost as lost:
+            self._fail_over(lost)
+        self._refresh_ring()
+        targets = []
+        for request in pending:
+            target = _text(self._target(request) or self.session.node)
+            if target not in targets:
+                targets.append(target)
+        LOG.warning('Failing over sheepdog image %s from %s to %s '
+                    '(%d request(s) resent): %s', self.name, _text(node),
+                    ', '.join(targets) or _text(self.session.node),
+                    len(pending), exc)
+        if pending:
+            self._dispatch(pending)
+
+    def _fail_over(self, exc, carried=()):
+        """Move to the next live gateway and resend what was in flight.
 
         Raises exc (the failure that ended the last node) when the
         bounds are reached or no node is left.
         """
-        while True:
-            old = self.session
-            pending = old.outstanding
-            old.close()
-            self.cluster.failed.add(old.node)
-            now = timeutils.now()
-            if self.deadline is None:
-                self.deadline = now + self.settings.transfer_timeout
-            if (self.failovers >= self.settings.failover_attempts or
-                    now >= self.deadline):
-                LOG.error('Giving up on sheepdog image %s after %d '
-                          'failover(s): %s', self.name, self.failovers, exc)
-                raise exc
-            try:
-                new = self.cluster.connect(self.name)
-            except connection.Unreachable as unreachable:
-                LOG.error('No other sheep to fail over to for sheepdog '
-                          'image %s: %s', self.name, unreachable)
-                raise exc
-            self.failovers += 1
-            self.session = new
-            LOG.warning('Failing over sheepdog image %s from %s to %s '
-                        '(%d request(s) resent): %s', self.name,
-                        _text(old.node), _text(new.node), len(pending),
-                        exc)
-            try:
-                # Refresh the members from a node that answers now.
-                self.cluster.learn(new)
-                if pending:
-                    new.send(pending)
-                return
-            except connection.ConnectionLost as again:
-                # The new node failed too: its own outstanding now holds
-                # the pending requests; go on with the next.
-                exc = again
-
-    def _retrying(self, operation, *args):
-        while True:
-            try:
-                return operation(*args)
-            except connection.ConnectionLost as exc:
-                self._fail_over(exc)
+        old = self.session
+        # A node-list request of learn() is not the caller's: not resent.
+        pending = list(carried) + [
+            request for request in old.outstanding
+            if request.opcode != proto.OP_GET_NODE_LIST]
+        old.close()
+        self.cluster.failed.add(old.node)
+        self._within_bounds(exc)
+        try:
+            new = self.cluster.connect(self.name)
+        except connection.Unreachable as unreachable:
+            LOG.error('No other sheep to fail over to for sheepdog '
+                      'image %s: %s', self.name, unreachable)
+            raise exc
+        self.session = new
+        # A holder the gateway moved to is one connection, not two.
+        route = self.routes.pop(new.node, None)
+        if route is not None:
+            pending.extend(route.outstanding)
+            route.close()
+        LOG.warning('Failing over sheepdog image %s from %s to %s '
+                    '(%d request(s) resent): %s', self.name,
+                    _text(old.node), _text(new.node), len(pending), exc)
+        try:
+            # Refresh the members from a node that answers now.
+            self.cluster.learn(new)
+        except connection.ConnectionLost as again:
+            self._fail_over(again, pending)
+            return
+        self._refresh_ring()
+        if pending:
+            self._dispatch(pending)
 
     # -- the Session interface ----------------------------------------------
 
     def send(self, requests):
-        requests = list(requests)
-        try:
-            self.session.send(requests)
-        except connection.ConnectionLost as exc:
-            # Every request is outstanding on the lost session (send
-            # registers a batch first): _fail_over resends them all.
-            self._fail_over(exc)
+        self._dispatch(list(requests))
 
-    def receive_one(self):
-        return self._retrying(lambda: self.session.receive_one())
+    def receive_one(self, waiting=None):
+        """One response from the connection waiting travels on.
+
+        Without waiting: the gateway's (writes, drains).
+        """
+        while True:
+            session = self._carrier(waiting)
+            try:
+                return session.receive_one()
+            except connection.ConnectionLost as exc:
+                self._lost(session, exc)
 
     def settle(self, request):
-        # A retryable result is resent on the current session; if that
-        # send fails, the request is outstanding there and _fail_over
+        # A retryable result is resent on the session that answered; if
+        # that send fails, the request is outstanding there and _lost
         # resends it: settling again would send it twice.
+        session = self._carrier(request)
         try:
-            self.session.settle(request)
+            session.settle(request)
         except connection.ConnectionLost as exc:
-            self._fail_over(exc)
-
-    def complete(self, request):
-        while not request.done:
-            self.settle(self.receive_one())
-
-    def call(self, request):
-        self.send([request])
-        self.complete(request)
-        return request
-
-    def call_raw(self, request, retry=True):
-        self.send([request])
-        while True:
-            answered = self.receive_one()
-            if answered is request and (
-                    not retry or request.result == proto.SUCCESS or
-                    request.result not in proto.RETRYABLE):
-                request.done = True
-                return request
-            self.settle(answered)
+            self._lost(session, exc)
+        if request.done:
+            self._carriers.pop(id(request), None)

@@ -196,7 +196,49 @@ class Request(object):
             name, self.length, self.offset, self.oid)
 
 
-class Session(object):
+class Calls(object):
+    """Whole requests over send, receive_one and settle.
+
+    One shape for a ``Session`` and for ``cluster.FailoverSession``,
+    which carries requests on several connections: ``receive_one`` is
+    told which request the caller waits for, so that it reads the
+    connection that request travels on.
+    """
+
+    def complete(self, request):
+        """Pump responses until request is answered with success.
+
+        Responses of other requests land in their own buffers meanwhile
+        (and are settled: retried or raised).
+        """
+        while not request.done:
+            self.settle(self.receive_one(request))
+
+    def call(self, request):
+        """Send request and return it once answered with success."""
+        self.send([request])
+        self.complete(request)
+        return request
+
+    def call_raw(self, request, retry=True):
+        """Send request, return it with whatever final result it got.
+
+        For requests whose failure results the caller interprets itself
+        (a lookup answering NO_VDI, STAT_CLUSTER's cluster states).
+        Retryable results are retried unless retry is False.
+        """
+        self.send([request])
+        while True:
+            answered = self.receive_one(request)
+            if answered is request and (
+                    not retry or request.result == proto.SUCCESS or
+                    request.result not in proto.RETRYABLE):
+                request.done = True
+                return request
+            self.settle(answered)
+
+
+class Session(Calls):
     """One connection to a sheep and the requests in flight on it.
 
     name is the image the session works on, for messages. Final results
@@ -253,6 +295,9 @@ class Session(object):
 
     def where(self):
         return 'sheep at %s:%s (%s)' % (self.address, self.port, self.name)
+
+    def route_reads(self, vid, copies, data=True):
+        """Nothing: one connection carries everything (see cluster)."""
 
     def send(self, requests):
         """Send requests; each gets a fresh id.
@@ -360,8 +405,11 @@ class Session(object):
                     % (self.where(), got, wanted, what))
             got += count
 
-    def receive_one(self):
+    def receive_one(self, waiting=None):
         """Read one response into its request; return the request.
+
+        waiting (the request the caller waits for) does not matter here:
+        this connection carries every request of the session.
 
         Every field is checked before any data is read: the data of a
         success goes into the request's own buffer and must be exactly
@@ -407,16 +455,6 @@ class Session(object):
         request.response = response
         return request
 
-    def complete(self, request):
-        """Pump responses until request is answered with success.
-
-        Responses of other requests land in their own buffers meanwhile
-        (and are settled: retried or raised).
-        """
-        while not request.done:
-            answered = self.receive_one()
-            self.settle(answered)
-
     def settle(self, request):
         """Mark a success done, resend a retryable result, raise others."""
         result = request.result
@@ -444,29 +482,6 @@ class Session(object):
                     self.where(), proto.result_text(result),
                     request.describe(), self.idle_timeout))
         raise error_for(result, self.where(), request.describe(), self.name)
-
-    def call(self, request):
-        """Send request and return it once answered with success."""
-        self.send([request])
-        self.complete(request)
-        return request
-
-    def call_raw(self, request, retry=True):
-        """Send request, return it with whatever final result it got.
-
-        For requests whose failure results the caller interprets itself
-        (a lookup answering NO_VDI, STAT_CLUSTER's cluster states).
-        Retryable results are retried unless retry is False.
-        """
-        self.send([request])
-        while True:
-            answered = self.receive_one()
-            if answered is request and (
-                    not retry or request.result == proto.SUCCESS or
-                    request.result not in proto.RETRYABLE):
-                request.done = True
-                return request
-            self.settle(answered)
 
 
 def vdi_request(opcode, name, snapid=0, tag='', vdi_size=0):

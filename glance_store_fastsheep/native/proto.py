@@ -59,6 +59,12 @@ NODE_SIZES = (80, 80 + 16 * 32)
 # 16-byte address (IPv4 in its last 4 bytes, the first 12 zero) and port.
 NODE_ADDR_OFFSET = 24
 NODE_PORT_OFFSET = 40
+# What sheep hashes a node by: node_id up to io_addr (address and port).
+NODE_ID_SIZE = 18
+# Then, after node_id's io_addr, io_port and padding: nr_vnodes (16
+# bits) and, aligned, zone (32 bits).
+NODE_VNODES_OFFSET = 64
+NODE_ZONE_OFFSET = 68
 
 FLAG_CMD_WRITE = 0x01
 # Bypass sheep's object cache: how `dog` reads an inode; 0.9's object
@@ -77,6 +83,8 @@ MAX_VDI_TAG_LEN = 256
 # id, bits 0-31 the data object's index.
 VDI_BIT = 1 << 63
 VDI_SPACE_SHIFT = 32
+# VDI ids are 24 bits (SD_NR_VDIS).
+NR_VDIS = 1 << 24
 DEFAULT_BLOCK_SIZE_SHIFT = 22
 # Attribute objects: bit 61, the VDI id sheep hashes from the name, and
 # the attribute's slot in bits 0-31.
@@ -120,6 +128,7 @@ _RSP = struct.Struct(_COMMON + 'IIIIBB14x')
 _REQ_CLUSTER = struct.Struct(_COMMON + 'QQBBHIIB3x')
 _UINT64 = struct.Struct('<Q')
 _UINT16 = struct.Struct('<H')
+_UINT32 = struct.Struct('<I')
 _INODE_FIELDS = struct.Struct('<256s256sQQQQQBBBBIII')
 
 assert _REQ_OBJ.size == HEADER_SIZE
@@ -208,6 +217,11 @@ def vdi_oid(vid):
 def attr_oid(vid, attr_id):
     """The object id of attribute slot attr_id of the VDI id vid."""
     return (vid << VDI_SPACE_SHIFT) | VDI_ATTR_BIT | attr_id
+
+
+def oid_vid(oid):
+    """The VDI id an object id belongs to (sheep's oid_to_vid)."""
+    return (oid >> VDI_SPACE_SHIFT) & (NR_VDIS - 1)
 
 
 def data_oid(vid, index):
@@ -321,8 +335,32 @@ def pack_node_list(req_id, sheep_version):
                              NODE_LIST_BUFFER, 0, 0, 0, 0, 0, 0, 0, 0)
 
 
+class Node(tuple):
+    """A member of the cluster: ``(address, port)``, and its placement.
+
+    A tuple so that it stands for the node wherever an ``(address,
+    port)`` does (entry points, failed nodes). ``node_id`` is the bytes
+    sheep hashes the node by, ``nr_vnodes`` and ``zone`` place objects
+    on it (``cluster.Ring``); ``disks`` says the entry came from a
+    build with disk vnodes, whose placement hashes disks instead.
+    """
+
+    def __new__(cls, address, port, node_id=None, nr_vnodes=0, zone=0,
+                disks=False):
+        node = tuple.__new__(cls, (address, port))
+        node.node_id = node_id
+        node.nr_vnodes = nr_vnodes
+        node.zone = zone
+        node.disks = disks
+        return node
+
+    def __getnewargs__(self):
+        return (self[0], self[1], self.node_id, self.nr_vnodes, self.zone,
+                self.disks)
+
+
 def unpack_node_list(data, nr_nodes):
-    """[(address, port)] of GET_NODE_LIST's data of nr_nodes entries.
+    """[Node] of GET_NODE_LIST's data of nr_nodes entries, in its order.
 
     The entry size tells the two builds apart (``NODE_SIZES``).
     """
@@ -337,7 +375,12 @@ def unpack_node_list(data, nr_nodes):
         entry = bytes(data[index * size:(index + 1) * size])
         addr = entry[NODE_ADDR_OFFSET:NODE_ADDR_OFFSET + 16]
         port = _UINT16.unpack_from(entry, NODE_PORT_OFFSET)[0]
-        nodes.append((address_text(addr), port))
+        nodes.append(Node(
+            address_text(addr), port,
+            entry[NODE_ADDR_OFFSET:NODE_ADDR_OFFSET + NODE_ID_SIZE],
+            _UINT16.unpack_from(entry, NODE_VNODES_OFFSET)[0],
+            _UINT32.unpack_from(entry, NODE_ZONE_OFFSET)[0],
+            size != NODE_SIZES[0]))
     return nodes
 
 
@@ -350,13 +393,16 @@ def address_text(addr):
                     for i in range(0, 16, 2))
 
 
-def pack_node(address, port, size=NODE_SIZES[0]):
+def pack_node(address, port, size=NODE_SIZES[0], nr_vnodes=0, zone=0):
     """One struct sd_node entry (for test servers; IPv4 only)."""
     addr = b'\0' * 12 + bytes(bytearray(int(part)
                                         for part in address.split('.')))
     entry = bytearray(size)
     entry[NODE_ADDR_OFFSET:NODE_ADDR_OFFSET + 16] = addr
     entry[NODE_PORT_OFFSET:NODE_PORT_OFFSET + 2] = _UINT16.pack(port)
+    entry[NODE_VNODES_OFFSET:NODE_VNODES_OFFSET + 2] = _UINT16.pack(
+        nr_vnodes)
+    entry[NODE_ZONE_OFFSET:NODE_ZONE_OFFSET + 4] = _UINT32.pack(zone)
     return bytes(entry)
 
 

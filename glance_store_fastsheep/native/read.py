@@ -92,6 +92,11 @@ def read_range(settings, address, port, name, offset, length, snapid=0,
     try:
         vdi = vdi_ops.look_up(session, name, snapid, tag)
         vid, inode = vdi.vid, vdi.inode
+        # Each object read to a node holding a copy: no live gateway
+        # then waits on a frozen one. Not the data of an erasure-coded
+        # VDI: a node holds a strip of it, only a gateway rebuilds it.
+        session.route_reads(vid, inode.nr_copies,
+                            data=not inode.copy_policy)
         if offset + length > inode.vdi_size:
             raise exceptions.BackendException(
                 'sheepdog image %s is %d bytes; cannot read %d at %d'

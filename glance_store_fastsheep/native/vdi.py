@@ -124,6 +124,9 @@ def look_up(session, name, snapid=0, tag=''):
     lookup = session.call(connection.vdi_request(
         proto.OP_GET_VDI_INFO, name, snapid, tag))
     vid = lookup.response.vdi_id
+    # Sheep answers the VDI's copies (0 from an older sheep): its inode
+    # object is read from a node holding a copy of it.
+    session.route_reads(vid, lookup.response.copies, data=False)
     inode = read_inode_fields(session, vid)
     if inode.store_policy != 0:
         raise connection.Unsupported(

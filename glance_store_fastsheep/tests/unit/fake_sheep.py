@@ -32,6 +32,7 @@ import struct
 import threading
 import zlib
 
+from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import proto
 
 INODE_TABLE_END = (proto.INODE_DATA_INDEX_OFFSET +
@@ -87,7 +88,10 @@ class FakeSheep(object):
             self.by_vid = {}
             self.objects = {}  # data oid -> bytes
             self.attrs = {}  # attribute oid -> the object's bytes
-            self._shared = {'next_vid': 0x10, 'members': []}
+            # placement: port -> (nr_vnodes, zone) GET_NODE_LIST names;
+            # frozen: ports of members that answer nothing.
+            self._shared = {'next_vid': 0x10, 'members': [],
+                            'placement': {}, 'frozen': set()}
             self.lock = threading.Lock()
         else:
             self.images = peer.images
@@ -148,6 +152,38 @@ class FakeSheep(object):
     @property
     def members(self):
         return self._shared['members']
+
+    def place(self, nr_vnodes, zone):
+        """Name this member with nr_vnodes vnodes in zone (placement)."""
+        self._shared['placement'][self.port] = (nr_vnodes, zone)
+
+    def freeze(self):
+        """Answer nothing from now on, as a SIGSTOPped sheep.
+
+        A member asked for an object it holds no copy of then waits on
+        a frozen holder, as a live gateway of a real cluster does.
+        """
+        self._shared['frozen'].add(self.port)
+
+    def holders(self, oid):
+        """The ports holding oid's copies (cluster.Ring of the members)."""
+        nodes = proto.unpack_node_list(self._node_entries(),
+                                       len(self.members))
+        ring = cluster.Ring.of(nodes)
+        image = self.by_vid.get(proto.oid_vid(oid))
+        if ring is None or image is None:
+            return None
+        return [node[1] for node in ring.holders(oid, image.nr_copies)]
+
+    def _waits_on_frozen(self, opcode, oid):
+        frozen = self._shared['frozen']
+        if self.port in frozen:
+            return True
+        if opcode != proto.OP_READ_OBJ or not frozen:
+            return False
+        holders = self.holders(oid)
+        return bool(holders) and self.port not in holders and any(
+            port in frozen for port in holders)
 
     # -- images -------------------------------------------------------
 
@@ -270,6 +306,8 @@ class FakeSheep(object):
             self.requests.append((opcode, oid, offset, length))
             if fields is not None:
                 self.fields.append(fields)
+        if self._waits_on_frozen(opcode, oid):
+            return True
         if opcode in self.results:
             conn.sendall(proto.pack_response(req_id, opcode,
                                              self.results[opcode]))
@@ -301,7 +339,8 @@ class FakeSheep(object):
             else:
                 conn.sendall(proto.pack_response(req_id, opcode,
                                                  proto.SUCCESS,
-                                                 vdi_id=image.vid))
+                                                 vdi_id=image.vid,
+                                                 copies=image.nr_copies))
             return True
         if oid & proto.VDI_ATTR_BIT and not oid & proto.VDI_BIT:
             body = self.attrs.get(oid)
@@ -508,8 +547,7 @@ class FakeSheep(object):
                    data, fields):
         if fields.proto_ver != self.sheep_version:
             return proto.pack_response(req_id, opcode, proto.VER_MISMATCH)
-        body = b''.join(proto.pack_node(address, port, self.node_size)
-                        for address, port in self.members)
+        body = self._node_entries()
         return proto.pack_response(
             req_id, opcode, proto.SUCCESS, len(body),
             proto_ver=self.sheep_version,
@@ -556,6 +594,12 @@ class FakeSheep(object):
                                    vdi_id=(slot >> 32) & 0xffffff,
                                    attr_id=slot & 0xffffffff,
                                    proto_ver=self.sheep_version)
+
+    def _node_entries(self):
+        placement = self._shared['placement']
+        return b''.join(proto.pack_node(address, port, self.node_size,
+                                        *placement.get(port, (0, 0)))
+                        for address, port in self.members)
 
     _HANDLERS = {
         proto.OP_GET_VDI_ATTR: _vdi_attr,

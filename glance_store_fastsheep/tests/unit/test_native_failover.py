@@ -280,3 +280,175 @@ class EntryPointTest(base.BaseTestCase):
     def test_ipv6_node_address(self):
         addr = bytes(bytearray([0xfd] + [0] * 14 + [1]))
         self.assertEqual('fd00:0:0:0:0:0:0:1', proto.address_text(addr))
+
+
+class PlacementTest(base.BaseTestCase):
+    """cluster.Ring places objects where sheep 1.0.1 stores them."""
+
+    # GET_NODE_LIST of a real 3-node 1.0.1 cluster (the harness's: one
+    # zone a node, 128 vnodes each), and for objects of VDI 0xd27584
+    # (copies 2) the zones of the sheep whose store held the object's
+    # file (obj/<oid>); test_failover's real test checks the same.
+    NODES = (('127.0.0.1', 52435, 2), ('127.0.0.1', 52649, 0),
+             ('127.0.0.1', 57721, 1))
+    STORED = {
+        0x80d2758400000000: [0, 2],
+        0x00d2758400000000: [0, 2],
+        0x00d2758400000001: [1, 2],
+        0x00d2758400000002: [0, 1],
+        0x00d2758400000003: [0, 1],
+        0x00d2758400000004: [0, 1],
+        0x00d2758400000005: [0, 2],
+        0x00d2758400000006: [0, 1],
+        0x00d2758400000007: [0, 2],
+        0x00d2758400000008: [0, 2],
+        0x00d2758400000009: [1, 2],
+    }
+
+    def nodes(self, vnodes=128, size=proto.NODE_SIZES[0]):
+        body = b''.join(proto.pack_node(address, port, size, vnodes, zone)
+                        for address, port, zone in self.NODES)
+        return proto.unpack_node_list(body, len(self.NODES))
+
+    def test_fnv_1a_64(self):
+        # The FNV reference vectors (isthe.com/chongo/tech/comp/fnv).
+        self.assertEqual(0xcbf29ce484222325, cluster.fnv_64a(b''))
+        self.assertEqual(0xaf63dc4c8601ec8c, cluster.fnv_64a(b'a'))
+        self.assertEqual(0x85944171f73967e8, cluster.fnv_64a(b'foobar'))
+        value = 0x0123456789abcdef
+        self.assertEqual(
+            cluster.fnv_64a(bytes(bytearray((value >> s) & 0xff
+                                            for s in range(0, 64, 8)))),
+            cluster.fnv_64a_64(value, cluster.FNV1A_64_INIT))
+
+    def test_node_list_keeps_what_placement_needs(self):
+        node = self.nodes()[0]
+        self.assertEqual(('127.0.0.1', 52435), node)
+        self.assertEqual((128, 2, False), (node.nr_vnodes, node.zone,
+                                           node.disks))
+        self.assertEqual(proto.NODE_ID_SIZE, len(node.node_id))
+
+    def test_holders_of_a_real_cluster(self):
+        ring = cluster.Ring.of(self.nodes())
+        zone = dict((port, zone) for _address, port, zone in self.NODES)
+        computed = dict(
+            (oid, sorted(zone[node[1]] for node in ring.holders(oid, 2)))
+            for oid in self.STORED)
+        self.assertEqual(self.STORED, computed)
+
+    def test_copies_are_in_distinct_zones_and_capped_by_them(self):
+        ring = cluster.Ring.of(self.nodes())
+        for oid in self.STORED:
+            holders = ring.holders(oid, 5)
+            self.assertEqual(3, len(holders))
+            self.assertEqual(3, len(set(node.zone for node in holders)))
+            # The first copies are the same whatever the count.
+            self.assertEqual(holders[:2], ring.holders(oid, 2))
+
+    def test_unknown_placement(self):
+        # No vnodes (a fake sheep), a disk-vnodes build, no members.
+        self.assertIsNone(cluster.Ring.of(self.nodes(vnodes=0)))
+        self.assertIsNone(cluster.Ring.of(
+            self.nodes(size=proto.NODE_SIZES[1])))
+        self.assertIsNone(cluster.Ring.of([]))
+        self.assertIsNone(cluster.Ring.of([('127.0.0.1', 7000)]))
+
+
+class RoutingTest(FailoverTestCase):
+    """Object reads go to a live node holding a copy.
+
+    Three fake sheep place objects as sheep does (16 vnodes each, one
+    zone each); a frozen one answers nothing, and a live one asked for
+    an object it holds no copy of waits on the frozen holder, as a real
+    gateway does (``FakeSheep.freeze``).
+    """
+
+    SIZE = 24 * OBJECT + 77
+
+    def setUp(self):
+        super(RoutingTest, self).setUp()
+        self.third = fake_sheep.FakeSheep(self.first)
+        self.addCleanup(self.third.close)
+        self.sheep = (self.first, self.second, self.third)
+        for zone, one in enumerate(self.sheep):
+            one.place(16, zone)
+        self.data = test_native_read.payload(self.SIZE, seed=7)
+        self.image = self.first.add_image('img', self.data)
+        self.image.nr_copies = 2
+        self.recount_fds()
+
+    def read(self, settings):
+        return b''.join(native_read.read_range(
+            settings, '127.0.0.1', self.first.port, 'img', 0, self.SIZE))
+
+    def data_reads(self, one):
+        return set(oid for opcode, oid, _offset, _length in one.requests
+                   if opcode == proto.OP_READ_OBJ and
+                   not oid & proto.VDI_BIT)
+
+    def test_each_read_goes_to_a_holder(self):
+        self.assertEqual(self.data, self.read(Settings(self.first.port)))
+        for one in self.sheep:
+            for oid in self.data_reads(one):
+                self.assertIn(one.port, self.first.holders(oid))
+        # The gateway reads what it holds; the rest went elsewhere.
+        self.assertTrue(self.data_reads(self.second) |
+                        self.data_reads(self.third))
+        self.assertNotIn('Failing over', self.log.output)
+
+    def routed_holder(self):
+        """A sheep reads go to: holding an object the gateway does not."""
+        by_port = dict((one.port, one) for one in self.sheep)
+        for index in range(25):
+            holders = self.first.holders(proto.data_oid(self.image.vid,
+                                                        index))
+            if self.first.port not in holders:
+                return by_port[holders[0]]
+        self.fail('the gateway holds every object')
+
+    def test_frozen_holder_costs_one_stall(self):
+        frozen = self.routed_holder()
+        frozen.freeze()
+        settings = Settings(self.first.port)
+        started = time.time()
+        self.assertEqual(self.data, self.read(settings))
+        # One stall timeout of the frozen holder, and slack for a
+        # loaded machine; a read through a gateway that waits on the
+        # frozen holder would stall again on every such object.
+        self.assertLess(time.time() - started,
+                        settings.stall_timeout + 2.0)
+        self.assertEqual(1, self.log.output.count('Failing over'))
+        self.assertIn('from 127.0.0.1:%d to' % frozen.port,
+                      self.log.output)
+        self.assertIn('unanswered', self.log.output)
+
+    def test_frozen_gateway_moves_and_reads_go_on_to_holders(self):
+        self.first.freeze()
+        settings = Settings(self.first.port,
+                            [self.second.port, self.third.port])
+        started = time.time()
+        self.assertEqual(self.data, self.read(settings))
+        self.assertLess(time.time() - started,
+                        2 * settings.stall_timeout + 2.0)
+        self.assertFailedOver(self.first, self.second)
+        for one in (self.second, self.third):
+            for oid in self.data_reads(one):
+                self.assertIn(one.port, self.first.holders(oid))
+
+    def test_without_placement_every_read_goes_to_the_gateway(self):
+        self.first._shared['placement'].clear()
+        self.assertEqual(self.data, self.read(Settings(self.first.port)))
+        self.assertEqual(set(), self.data_reads(self.second))
+        self.assertEqual(set(), self.data_reads(self.third))
+        self.assertEqual(25, len(self.data_reads(self.first)))
+
+    def test_frozen_holders_of_an_object_is_an_error_in_bounds(self):
+        # Both copies of some object frozen: an error, not a hang.
+        self.second.freeze()
+        self.third.freeze()
+        settings = Settings(self.first.port)
+        started = time.time()
+        self.assertRaises(exceptions.BackendException, self.read, settings)
+        self.assertLess(time.time() - started,
+                        (settings.failover_attempts + 1) *
+                        settings.stall_timeout + 2.0)
