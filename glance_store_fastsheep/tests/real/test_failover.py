@@ -21,6 +21,7 @@ failed upload, no child process, no fd).
 """
 
 import hashlib
+import os
 import signal
 
 import fixtures
@@ -28,6 +29,10 @@ from glance_store import exceptions
 from oslo_utils import timeutils
 from testtools import content
 
+from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import vdi as vdi_ops
+from glance_store_fastsheep import opts
 from glance_store_fastsheep.tests.functional import base
 from glance_store_fastsheep.tests.real import base as real_base
 from glance_store_fastsheep.tests.real import test_faults
@@ -64,15 +69,7 @@ class FailoverTest(real_base.RealCluster, base.FunctionalTestCase):
         return source.md5.hexdigest()
 
     def consume(self, stream):
-        digest = hashlib.md5()
-        read = 0
-        try:
-            for piece in stream:
-                digest.update(piece)
-                read += len(piece)
-        except STORE_ERRORS as exc:
-            return exc
-        return digest.hexdigest(), read
+        return test_faults.consume(stream)
 
     def freeze(self, index):
         node = self.sheep.nodes[index]
@@ -80,9 +77,9 @@ class FailoverTest(real_base.RealCluster, base.FunctionalTestCase):
         # Resumed before the cluster's own clean-up kills it.
         self.addCleanup(node.kill, signal.SIGCONT, False)
 
-    def get_with(self, action):
+    def get_with(self, action, sd=None):
         """Read img, run action after the first piece: (outcome, secs)."""
-        stream, length = self.sd.get(self.location('img'))
+        stream, length = (sd or self.sd).get(self.location('img'))
         self.assertEqual(SIZE, length)
         iterator = iter(stream)
         first = next(iterator)
@@ -121,32 +118,60 @@ class FailoverTest(real_base.RealCluster, base.FunctionalTestCase):
     def thaw(self, index):
         self.sheep.nodes[index].kill(signal.SIGCONT, False)
 
+    def test_placement_is_where_sheep_stores_objects(self):
+        # The holders the client computes (cluster.Ring over the members
+        # GET_NODE_LIST names) are the sheep whose store holds the
+        # object's file, for the inode and every data object.
+        self.upload(size=9 * 4 * MIB + 5)
+        settings = self.sd.settings
+        session = cluster.FailoverSession(settings, 'img')
+        self.addCleanup(session.close)
+        vdi = vdi_ops.look_up(session, 'img')
+        ring = cluster.Ring.of(settings.members)
+        self.assertIsNotNone(ring, settings.members)
+        index = dict((node.port, node.index) for node in self.sheep.nodes)
+        oids = [proto.vdi_oid(vdi.vid)] + [
+            proto.data_oid(vdi.vid, number) for number in range(10)]
+        computed = {}
+        stored = {}
+        for oid in oids:
+            computed['%016x' % oid] = sorted(
+                index[node[1]] for node in ring.holders(
+                    oid, vdi.inode.nr_copies))
+            stored['%016x' % oid] = sorted(
+                node.index for node in self.sheep.nodes
+                if os.path.exists(os.path.join(node.directory, 'obj',
+                                               '%016x' % oid)))
+        self.assertEqual(stored, computed)
+        self.assertEqual(set([self.COPIES]),
+                         set(len(nodes) for nodes in computed.values()))
+
     def test_serving_sheep_frozen_mid_download(self):
-        # Issue 29 wants this to complete. It does when the sheep taken
-        # over from serve the objects from their own copies; a live
-        # gateway that picks the frozen node's replica stalls too, and
-        # this client does not yet send each request to a node holding
-        # a copy (oid_to_vnodes). What holds already: never a wrong
-        # byte, never a hang: a Stalled error within the failover bounds.
+        # Default options. Each object read goes to a node holding a
+        # copy: once the frozen gateway's stall timeout has passed, its
+        # reads go to the other holders, whose gateways read their
+        # local copies and never wait on the frozen node.
+        sd = self.make_store(self.make_conf())
         md5 = self.upload()
-        outcome, elapsed = self.get_with(lambda: self.freeze(0))
+        outcome, elapsed = self.get_with(lambda: self.freeze(0), sd)
         self.addDetail('outcome', content.text_content(
             '%.1fs after SIGSTOP: %r' % (elapsed, outcome)))
-        self.assertLess(elapsed, 7 * STALL + MARGIN)
+        self.assertEqual((md5, SIZE), outcome)
+        self.assertLess(elapsed, opts.DEFAULT_STALL_TIMEOUT + MARGIN)
         self.assertIn('unanswered', self.log.output)
         self.assertFailedOver()
-        if not isinstance(outcome, tuple):
-            self.assertIsInstance(outcome, exceptions.BackendException)
-            self.assertIn('unanswered', str(outcome))
-        else:
-            self.assertEqual((md5, SIZE), outcome)
         self.thaw(0)
         self.assertNothingLeft(['img'])
 
     def test_serving_sheep_frozen_mid_upload(self):
-        # A clear error within the overall deadline, or success. Every
-        # gateway writes the frozen node's copies too, so the clean-up
-        # cannot run while it is frozen: what is left is reported.
+        # A clear error within the overall deadline. Every gateway
+        # writes the frozen node's copies too, so each one the upload
+        # moves to stalls in turn, and the clean-up, which has no live
+        # sheep left to ask, cannot remove the partial VDI: it stays,
+        # reported in the log. Note: the partial marker (issue 29, item
+        # 4: a later add of the same id replaces a recognisably partial
+        # VDI) is built apart in write.py and vdi.py; once it lands,
+        # this test is to assert that the VDI left carries it.
         source = test_faults.KillingSource(SIZE, 16 * MIB,
                                            lambda: self.freeze(0))
         started = timeutils.now()
@@ -160,12 +185,12 @@ class FailoverTest(real_base.RealCluster, base.FunctionalTestCase):
         left = self.sheep.list_vdis()
         self.addDetail('outcome', content.text_content(
             '%.1fs: %r; VDIs left: %s' % (elapsed, error, left)))
+        self.assertIsInstance(error, exceptions.BackendException)
         self.assertLess(elapsed, TIMEOUT + MARGIN)
-        if error is None:
-            self.assertEqual(source.md5.hexdigest(), hashlib.md5(
-                self.sheep.vdi_bytes('img')).hexdigest())
-        else:
-            self.assertIsInstance(error, exceptions.BackendException)
+        self.assertFailedOver()
+        self.assertIn('Could not remove the partial sheepdog image img',
+                      self.log.output)
+        self.assertEqual(['img'], left)
 
     def test_location_gone_for_good(self):
         # The store is configured with node 1; the location names node 0,

@@ -41,6 +41,19 @@ def chain(first, rest):
         yield piece
 
 
+def consume(stream):
+    """(md5, length) of a stream, or the store error it raised."""
+    digest = hashlib.md5()
+    read = 0
+    try:
+        for piece in stream:
+            digest.update(piece)
+            read += len(piece)
+    except STORE_ERRORS as exc:
+        return exc
+    return digest.hexdigest(), read
+
+
 class KillingSource(real_base.PatternFile):
     """An upload source that runs action once after `after` bytes."""
 
@@ -92,18 +105,6 @@ class FaultTest(real_base.RealCluster, base.FunctionalTestCase):
         base.add(self.sd, name, source, SIZE)
         return source.md5.hexdigest()
 
-    def consume(self, stream):
-        """(md5, length) of a stream, or the exception it raised."""
-        digest = hashlib.md5()
-        read = 0
-        try:
-            for piece in stream:
-                digest.update(piece)
-                read += len(piece)
-        except STORE_ERRORS as exc:
-            return exc
-        return digest.hexdigest(), read
-
     def get_and_kill(self, node, concurrency):
         """Read, kill `node` after the first piece, read on: the outcome.
 
@@ -121,7 +122,7 @@ class FaultTest(real_base.RealCluster, base.FunctionalTestCase):
         first = next(iterator)
         self.sheep.kill_node(node)
         started = timeutils.now()
-        outcome = self.consume(chain(first, iterator))
+        outcome = consume(chain(first, iterator))
         elapsed = timeutils.now() - started
         if isinstance(outcome, tuple):
             # Completed: then whole and byte-exact, never short.
