@@ -15,7 +15,9 @@ No sheepdog package is needed on the glance host: every operation is a
 few requests on one TCP connection, which starts at the location's
 sheep (reads, lookups, deletes) or the configured one (writes) and
 moves to another member of the cluster if that sheep fails (``cluster``);
-the configure-time check asks the configured sheep alone. See ``vdi``,
+a download also reads each object from a node holding a copy of it, on
+a connection of that node's. The configure-time check asks the
+configured sheep alone. See ``vdi``,
 ``read`` and ``write`` for what is sent.
 """
 

@@ -14,11 +14,13 @@
 ``dog vdi read`` reads the whole inode (a little over 4 MiB) before its
 first data byte and then one object at a time, writing each to its pipe
 before asking for the next: the cluster, the network and the consumer
-take turns. This reader talks to the location's sheep directly, on one
-TCP connection: it looks the VDI up (``GET_VDI_INFO``), reads the inode's
-first bytes and only the ``data_vdi_id`` entries of the range asked for
-(4 bytes per object), and keeps a bounded number of ``READ_OBJ``
-requests in flight, matched to their responses by id. Bytes are yielded
+take turns. This reader talks to sheep directly: it looks the VDI up
+(``GET_VDI_INFO``) at the location's sheep, reads the inode's first
+bytes and only the ``data_vdi_id`` entries of the range asked for (4
+bytes per object), and keeps a bounded number of ``READ_OBJ`` requests
+in flight, matched to their responses by id. Each object read goes to a
+node holding a copy of it where the placement is known (``cluster``:
+one connection a node), else to the location's sheep. Bytes are yielded
 in order, in read-size pieces, out of a fixed set of reused buffers.
 
 A ``data_vdi_id`` entry names the VDI that owns the object: the image
