@@ -168,10 +168,8 @@ class FailoverTest(real_base.RealCluster, base.FunctionalTestCase):
         # writes the frozen node's copies too, so each one the upload
         # moves to stalls in turn, and the clean-up, which has no live
         # sheep left to ask, cannot remove the partial VDI: it stays,
-        # reported in the log. Note: the partial marker (issue 29, item
-        # 4: a later add of the same id replaces a recognisably partial
-        # VDI) is built apart in write.py and vdi.py; once it lands,
-        # this test is to assert that the VDI left carries it.
+        # reported in the log and marked as partial, so that glance's
+        # retry of the same id replaces it.
         source = test_faults.KillingSource(SIZE, 16 * MIB,
                                            lambda: self.freeze(0))
         started = timeutils.now()
@@ -191,6 +189,16 @@ class FailoverTest(real_base.RealCluster, base.FunctionalTestCase):
         self.assertIn('Could not remove the partial sheepdog image img',
                       self.log.output)
         self.assertEqual(['img'], left)
+        code, out, _err = self.sheep.dog('vdi', 'getattr', 'img',
+                                         vdi_ops.PARTIAL_KEY)
+        self.assertEqual(0, code)
+        self.assertTrue(out.startswith(b'vdi='), out)
+        self.sheep.wait_until_running()
+        retry = real_base.PatternFile(SIZE)
+        base.add(self.make_store(self.conf), 'img', retry, SIZE)
+        self.assertEqual((retry.md5.hexdigest(), SIZE),
+                         self.sheep.vdi_digest('img'))
+        self.assertNothingLeft(['img'])
 
     def test_location_gone_for_good(self):
         # The store is configured with node 1; the location names node 0,
