@@ -63,9 +63,11 @@ GET3, THREE = _get_table(3, ', 3 nodes keeping 2 copies', '3 nodes')
 PUT = runner.Table(
     'Upload on a real cluster', 'add() of the image through '
     'the store (its hashing included: md5, and md5 + sha512 with '
-    'hashing_algo=sha512), stored bytes checked by sha256 afterwards, '
+    'hashing_algo=sha512; unhashed: add()\'s client call with no hash), '
+    'stored bytes checked by sha256 afterwards, '
     'against dog vdi create + dog vdi write from the same file; '
-    'alternating rounds; vs: MB/s over dog\'s.', COLUMNS, 'mb_s')
+    'alternating rounds; vs: MB/s over dog\'s; client CPU: the upload '
+    'alone, not its check.', COLUMNS, 'mb_s')
 DOG_WRITE = PUT.row('real_put_dog_write', 'dog vdi write < file, {real_one}')
 STORE_PUT = PUT.row('real_put_fastsheep', 'fastsheep add(), {real_one}',
                     DOG_WRITE)
@@ -77,9 +79,16 @@ STORE_PUT_3 = PUT.row('real_put_fastsheep_3node', 'fastsheep add(), 3 nodes',
                       DOG_WRITE_3)
 STORE_PUT_SHA512_3 = PUT.row('real_put_fastsheep_sha512_3node',
                              'fastsheep add(), sha512, 3 nodes', DOG_WRITE_3)
-# nodes -> (dog row, add() md5 row, add() sha512 row)
-PUT_ROWS = {1: (DOG_WRITE, STORE_PUT, STORE_PUT_SHA512),
-            3: (DOG_WRITE_3, STORE_PUT_3, STORE_PUT_SHA512_3)}
+# The same upload with no hash: what the client itself costs (issue 28).
+STORE_PUT_UNHASHED = PUT.row('real_put_fastsheep_unhashed', 'fastsheep '
+                             'add(), no hash, {real_one}', DOG_WRITE)
+STORE_PUT_UNHASHED_3 = PUT.row('real_put_fastsheep_unhashed_3node',
+                               'fastsheep add(), no hash, 3 nodes',
+                               DOG_WRITE_3)
+# nodes -> (dog row, add() md5 row, add() sha512 row, unhashed row)
+PUT_ROWS = {1: (DOG_WRITE, STORE_PUT, STORE_PUT_SHA512, STORE_PUT_UNHASHED),
+            3: (DOG_WRITE_3, STORE_PUT_3, STORE_PUT_SHA512_3,
+                STORE_PUT_UNHASHED_3)}
 MANY = runner.Table(
     '16 concurrent downloads on a real cluster', '16 get() of '
     'one image at once in one eventlet process, hot; total MB/s; vs: '
@@ -152,6 +161,14 @@ RATIOS = (
                  DOG_WRITE_3),
     runner.ratio('real_put_sha512_client_cpu_s_per_gib_3node',
                  STORE_PUT_SHA512_3, key='cpu_s_gib'),
+    runner.ratio('real_put_client_cpu_s_per_gib_unhashed',
+                 STORE_PUT_UNHASHED, key='cpu_s_gib', op='<=', bound=0.6),
+    runner.ratio('real_put_client_cpu_s_per_gib_unhashed_3node',
+                 STORE_PUT_UNHASHED_3, key='cpu_s_gib', op='<=', bound=0.6),
+    runner.ratio('real_put_unhashed_vs_dog_write', STORE_PUT_UNHASHED,
+                 DOG_WRITE),
+    runner.ratio('real_put_unhashed_vs_dog_write_3node',
+                 STORE_PUT_UNHASHED_3, DOG_WRITE_3),
     runner.ratio('real_api_get_vs_pike_py27', API_PLUGIN, API_PIKE, op='>=',
                  bound=5),
     _vs('real_get_single_vs_ceiling_hot_3node', THREE, 'single', 'hot'),
@@ -264,22 +281,25 @@ def _gets(args, report, cluster, rows, native):
 
 
 def _puts(args, report, cluster, rows):
-    """dog vdi write against add() with md5, and with md5 + sha512.
+    """dog vdi write against add() with md5, with md5 + sha512, unhashed.
 
     add() runs on the native client where the tree has
     ``sheepdog_store_client``: issue 28's targets are the native
     client's writes, and transfers' store passes the dog client to any
     row that names none. A tree from before that option writes with dog,
-    its only writer.
+    its only writer, and has no unhashed row (its client has no write
+    to call without add()'s hashes).
     """
-    dog_row, md5_row, sha512_row = rows
+    dog_row, md5_row, sha512_row, unhashed_row = rows
     put = cluster.get(kind='put')
-    if client_option() == 'sheepdog_store_client':
+    native = client_option() == 'sheepdog_store_client'
+    if native:
         put['opts'] = {'sheepdog_store_client': 'native'}
-    report.interleave([(dog_row, dict(put, kind='dog_write')),
-                       (md5_row, put),
-                       (sha512_row, dict(put, hashing_algo='sha512'))],
-                      transfers.work, rounds(args), cluster.env)
+    measured = [(dog_row, dict(put, kind='dog_write')), (md5_row, put),
+                (sha512_row, dict(put, hashing_algo='sha512'))]
+    if native:
+        measured.append((unhashed_row, dict(put, unhashed=True)))
+    report.interleave(measured, transfers.work, rounds(args), cluster.env)
 
 
 def _many(args, report, cluster, native):
