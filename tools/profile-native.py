@@ -14,7 +14,7 @@
 A developer's tool, not the bench: it starts a sheepdog cluster with the
 integration harness, then in an eventlet-patched child (as glance-api
 runs) uploads a file of random bytes through the store's native client
-with no hash (``upload.Digest([], None)``), or downloads it, and prints
+with no hash (``image_data.Digest([], None)``), or downloads it, and prints
 the child's CPU seconds per GiB (os.times, user + system) and, with
 ``--profile``, cProfile's top entries by internal time. Run it from the
 tree with the real env's Python::
@@ -83,10 +83,10 @@ def child(params):
     size = params['size']
 
     def put(name):
-        from glance_store_fastsheep import upload
+        from glance_store_fastsheep import image_data
         with open(params['source'], 'rb') as source:
-            written = store.client.write(name, upload.Source(source),
-                                         upload.Digest([], None), size)
+            written = store.client.write(name, image_data.Source(source),
+                                         image_data.Digest([], None), size)
         assert written == size, written
 
     def get():
