@@ -40,38 +40,6 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIB = float(1 << 30)
 
 
-def _store(params):
-    """The store, native client, built as the bench's workers build it.
-
-    Not through the bench's modules: with ``--tree`` the child runs
-    another tree's driver, whose bench may be laid out differently.
-    """
-    from glance_store import backend
-    from glance_store import location
-    from oslo_config import cfg
-
-    from glance_store_fastsheep import store as module
-    conf = cfg.ConfigOpts()
-    conf.register_opts(backend._STORE_OPTS, group='glance_store')
-    store = module.Store(conf)
-    conf(args=[], default_config_files=[], default_config_dirs=[])
-    names = set(opt.dest for opt in module.Store.OPTIONS)
-    overrides = {'sheepdog_store_address': params['address'],
-                 'sheepdog_store_port': params['port'],
-                 'sheepdog_store_command': params['dog']}
-    for option in ('sheepdog_store_client', 'sheepdog_store_reader'):
-        if option in names:
-            overrides[option] = 'native'
-            break
-    for key, value in overrides.items():
-        conf.set_override(key, value, group='glance_store')
-    store.configure(re_raise_bsc=True)
-    uri = 'sheepdog://%s:%d:%s' % (params['address'], params['port'],
-                                   params['source_vdi'])
-    return store, location.Location('sheepdog', module.StoreLocation, conf,
-                                    uri=uri)
-
-
 def child(params):
     import eventlet
     eventlet.monkey_patch()
@@ -79,7 +47,13 @@ def child(params):
     import pstats
     import uuid
 
-    store, loc = _store(params)
+    from fastpath_integration.bench import transfers
+    # Built as the bench's workers build it; reader is client's old name.
+    store, loc = transfers.store({
+        'address': params['address'], 'port': params['port'],
+        'driver': 'fastsheep', 'dog': params['dog'],
+        'name': params['source_vdi'],
+        'opts': {'sheepdog_store_reader': 'native'}})
     size = params['size']
 
     def put(name):
@@ -157,9 +131,6 @@ def main():
     parser.add_argument('--what', default='put,get')
     parser.add_argument('--profile', action='store_true')
     parser.add_argument('--top', type=int, default=25)
-    parser.add_argument('--tree', default=HERE,
-                        help='the tree whose driver the child runs (get '
-                             'only for trees without the native writer)')
     parser.add_argument('--child', help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -173,7 +144,7 @@ def main():
         source.flush()
         with sheepdog.SheepdogCluster(args.nodes, args.copies) as cluster:
             where = ['-a', cluster.address, '-p', str(cluster.port)]
-            if 'get' in args.what:  # the image read: dog's, any tree
+            if 'get' in args.what:  # the image read, written by dog
                 subprocess.check_call([cluster.dog_path, 'vdi', 'create',
                                        'prof-source', str(size)] + where)
                 with open(source.name, 'rb') as data:
@@ -186,8 +157,7 @@ def main():
                       'repeats': args.repeats, 'profile': args.profile,
                       'top': args.top, 'what': args.what.split(',')}
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-                [args.tree] + [p for p in [os.environ.get('PYTHONPATH')]
-                               if p]))
+                [HERE] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
             subprocess.check_call([sys.executable, __file__, '--child',
                                    json.dumps(params)], env=env)
 

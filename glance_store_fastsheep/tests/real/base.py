@@ -24,6 +24,8 @@ CI can never pass by skipping them.
 import hashlib
 import os
 
+import fixtures
+
 from fastpath_integration.harness import sheepdog
 
 MIB = 1024 * 1024
@@ -47,6 +49,28 @@ class RealCluster(object):
 
     def cluster_pids(self):
         return self.sheep.processes()
+
+
+class NativeThreeNodes(RealCluster):
+    """Mixin: the native client's store on 3 nodes keeping 2 copies.
+
+    setUp makes self.conf (the store's options and STORE_OPTIONS) and
+    self.sd, and captures the driver's log in self.log: the failover
+    and partial-upload tests assert what it says.
+    """
+
+    NODES = 3
+    COPIES = 2
+    READ_SIZE = MIB
+    CLIENT = 'native'
+    STORE_OPTIONS = {}
+
+    def setUp(self):
+        super(NativeThreeNodes, self).setUp()
+        self.log = self.useFixture(fixtures.FakeLogger(
+            name='glance_store_fastsheep'))
+        self.conf = self.make_conf(**self.STORE_OPTIONS)
+        self.sd = self.make_store(self.conf)
 
 
 class PatternFile(object):

@@ -24,7 +24,6 @@ import hashlib
 import os
 import signal
 
-import fixtures
 from glance_store import exceptions
 from oslo_utils import timeutils
 from testtools import content
@@ -46,22 +45,11 @@ MARGIN = 10
 STORE_ERRORS = test_faults.STORE_ERRORS
 
 
-class FailoverTest(real_base.RealCluster, base.FunctionalTestCase):
+class FailoverTest(real_base.NativeThreeNodes, base.FunctionalTestCase):
 
-    NODES = 3
-    COPIES = 2
-    READ_SIZE = MIB
-    CLIENT = 'native'
-
-    def setUp(self):
-        super(FailoverTest, self).setUp()
-        self.log = self.useFixture(fixtures.FakeLogger(
-            name='glance_store_fastsheep'))
-        self.conf = self.make_conf(
-            sheepdog_store_transfer_timeout=TIMEOUT,
-            sheepdog_store_stall_timeout=STALL,
-            sheepdog_store_failover_attempts=6)
-        self.sd = self.make_store(self.conf)
+    STORE_OPTIONS = {'sheepdog_store_transfer_timeout': TIMEOUT,
+                     'sheepdog_store_stall_timeout': STALL,
+                     'sheepdog_store_failover_attempts': 6}
 
     def upload(self, name='img', size=SIZE):
         source = real_base.PatternFile(size)

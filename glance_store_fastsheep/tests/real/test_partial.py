@@ -26,7 +26,6 @@ import os
 import signal
 import time
 
-import fixtures
 from glance_store import exceptions
 
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -34,32 +33,18 @@ from glance_store_fastsheep import store
 from glance_store_fastsheep.tests.functional import base
 from glance_store_fastsheep.tests.real import base as real_base
 from glance_store_fastsheep.tests.real import test_faults
-from glance_store_fastsheep.tests.real import test_native_read
+from glance_store_fastsheep.tests.real import test_pike_interop_native
 
-try:
-    from glance_store._drivers import sheepdog as pike_sheepdog
-except ImportError:
-    pike_sheepdog = None
 
 MIB = base.MIB
 SIZE = 24 * MIB + 5
 KEY = vdi_ops.PARTIAL_KEY
 
 
-class PartialTest(real_base.RealCluster, base.FunctionalTestCase):
+class PartialTest(real_base.NativeThreeNodes, base.FunctionalTestCase):
 
-    NODES = 3
-    COPIES = 2
-    READ_SIZE = MIB
-    CLIENT = 'native'
-
-    def setUp(self):
-        super(PartialTest, self).setUp()
-        self.log = self.useFixture(fixtures.FakeLogger(
-            name='glance_store_fastsheep'))
-        self.conf = self.make_conf(sheepdog_store_transfer_timeout=20,
-                                   sheepdog_store_stall_timeout=1.0)
-        self.sd = self.make_store(self.conf)
+    STORE_OPTIONS = {'sheepdog_store_transfer_timeout': 20,
+                     'sheepdog_store_stall_timeout': 1.0}
 
     def marker(self):
         """(exit code, value) of ``dog vdi getattr img KEY``."""
@@ -137,17 +122,11 @@ class PartialTest(real_base.RealCluster, base.FunctionalTestCase):
                          self.sheep.vdi_digest('img')[0])
 
 
-class PikeWrittenTest(test_native_read.NativeTestCase):
-
-    def setUp(self):
-        if pike_sheepdog is None:
-            self.skipTest('needs the in-tree Pike sheepdog driver '
-                          '(glance_store 0.22.0): runs on `tox -e py27`')
-        super(PikeWrittenTest, self).setUp()
+class PikeWrittenTest(test_pike_interop_native.PikeTestCase):
 
     def test_pike_written_image_is_never_replaced(self):
         conf = self.store_conf()
-        pike = pike_sheepdog.Store(conf)
+        pike = test_pike_interop_native.pike_sheepdog.Store(conf)
         pike.configure(re_raise_bsc=True)
         data = os.urandom(MIB + 3)
         pike.add('img', io.BytesIO(data), len(data))

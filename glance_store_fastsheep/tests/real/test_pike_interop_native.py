@@ -35,13 +35,17 @@ except ImportError:
 OBJECT = test_native_read.OBJECT
 
 
-class PikeWrittenTest(test_native_read.NativeTestCase):
+class PikeTestCase(test_native_read.NativeTestCase):
+    """A real cluster beside Pike's in-tree driver (pike_sheepdog)."""
 
     def setUp(self):
         if pike_sheepdog is None:
             self.skipTest('needs the in-tree Pike sheepdog driver '
                           '(glance_store 0.22.0): runs on `tox -e py27`')
-        super(PikeWrittenTest, self).setUp()
+        super(PikeTestCase, self).setUp()
+
+
+class PikeWrittenTest(PikeTestCase):
 
     def test_written_by_pike_in_tree_driver(self):
         # The cluster put its `collie` and `dog` first on PATH, where
