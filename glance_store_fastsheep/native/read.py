@@ -76,6 +76,109 @@ def _segments(table, offset, length, object_size, request_size):
         position += count
 
 
+class _RangeRead(object):
+    """One read_range's plan and the requests it has in flight.
+
+    ``plan`` looks the VDI up and sizes the requests; ``send_ahead`` keeps
+    up to ``depth`` buffers of requests in flight (and twice as many
+    segments, holes included, planned); ``next_pieces`` yields the oldest
+    segment's bytes once sheep answered, and gives its buffer back.
+    ``delivered`` counts what was yielded, for the byte-count check and
+    the errors.
+    """
+
+    def __init__(self, session, name):
+        self.session = session
+        self.name = name
+        self.delivered = 0
+        self.pending = collections.deque()  # (request or None, count)
+        self.free = []
+        self.buffers = 0
+        self.zeros = None
+
+    def plan(self, settings, offset, length, snapid, tag):
+        session = self.session
+        vdi = vdi_ops.look_up(session, self.name, snapid, tag)
+        vid, inode = vdi.vid, vdi.inode
+        # Each object read to a node holding a copy: no live gateway
+        # then waits on a frozen one. Not the data of an erasure-coded
+        # VDI: a node holds a strip of it, only a gateway rebuilds it.
+        session.route_reads(vid, inode.nr_copies,
+                            data=not inode.copy_policy)
+        if offset + length > inode.vdi_size:
+            raise exceptions.BackendException(
+                'sheepdog image %s is %d bytes; cannot read %d at %d'
+                % (self.name, inode.vdi_size, length, offset))
+        object_size = inode.object_size
+        self.request_size = min(object_size, max(settings.read_size,
+                                                 MIN_REQUEST))
+        self.depth = max(MIN_IN_FLIGHT, IN_FLIGHT_BYTES // self.request_size)
+        self.piece_size = min(settings.read_size, self.request_size)
+        table = vdi_ops.Table(session, vid,
+                              (offset + length - 1) // object_size)
+        self.segments = _segments(table, offset, length, object_size,
+                                  self.request_size)
+        self.upcoming = next(self.segments, None)
+
+    def _buffer(self):
+        """A free buffer, a new one while under depth, else None."""
+        if not self.free and self.buffers < self.depth:
+            self.free.append(memoryview(bytearray(self.request_size)))
+            self.buffers += 1
+        return self.free.pop() if self.free else None
+
+    def send_ahead(self):
+        """Plan segments and send their reads while buffers allow."""
+        batch = []
+        while (self.upcoming is not None and
+               len(self.pending) < 2 * self.depth):
+            owner, index, within, count = self.upcoming
+            if owner == 0:
+                self.pending.append((None, count))
+            else:
+                view = self._buffer()
+                if view is None:
+                    break
+                request = connection.Request(
+                    proto.OP_READ_OBJ, proto.data_oid(owner, index),
+                    within, count, view)
+                batch.append(request)
+                self.pending.append((request, count))
+            self.upcoming = next(self.segments, None)
+        if batch:
+            self.session.send(batch)
+
+    def next_pieces(self):
+        """The pieces of the oldest planned segment, in order."""
+        request, count = self.pending.popleft()
+        if request is None:
+            return self._zeros(count)
+        self.session.complete(request)
+        hub_safe.give_way()
+        return self._data(request.view, count)
+
+    def _zeros(self, count):
+        """A hole: zeros, without asking sheep."""
+        if self.zeros is None:
+            self.zeros = b'\0' * self.piece_size
+        while count:
+            take = min(count, self.piece_size)
+            count -= take
+            self.delivered += take
+            yield self.zeros if take == self.piece_size else self.zeros[:take]
+
+    def _data(self, view, count):
+        """An answered read's bytes; then its buffer is free again."""
+        start = 0
+        while start < count:
+            take = min(count - start, self.piece_size)
+            piece = view[start:start + take].tobytes()
+            start += take
+            self.delivered += take
+            yield piece
+        self.free.append(view)
+
+
 def read_range(settings, address, port, name, offset, length, snapid=0,
                tag=''):
     """Yield length bytes of VDI name from offset, in read-size pieces.
@@ -86,95 +189,33 @@ def read_range(settings, address, port, name, offset, length, snapid=0,
     """
     if length <= 0:
         return
-    delivered = 0
     # Requests in flight are resent to another sheep if this one fails:
     # each lands in its own buffer, yielded in order, so no byte is
     # lost, repeated or misplaced.
     session = cluster.FailoverSession(settings, name, (address, port))
+    read = _RangeRead(session, name)
     try:
-        vdi = vdi_ops.look_up(session, name, snapid, tag)
-        vid, inode = vdi.vid, vdi.inode
-        # Each object read to a node holding a copy: no live gateway
-        # then waits on a frozen one. Not the data of an erasure-coded
-        # VDI: a node holds a strip of it, only a gateway rebuilds it.
-        session.route_reads(vid, inode.nr_copies,
-                            data=not inode.copy_policy)
-        if offset + length > inode.vdi_size:
-            raise exceptions.BackendException(
-                'sheepdog image %s is %d bytes; cannot read %d at %d'
-                % (name, inode.vdi_size, length, offset))
-        object_size = inode.object_size
-        request_size = min(object_size, max(settings.read_size,
-                                            MIN_REQUEST))
-        depth = max(MIN_IN_FLIGHT, IN_FLIGHT_BYTES // request_size)
-        piece_size = min(settings.read_size, request_size)
-        table = vdi_ops.Table(session, vid,
-                              (offset + length - 1) // object_size)
-        segments = _segments(table, offset, length, object_size,
-                             request_size)
-        free = []
-        buffers = 0
-        pending = collections.deque()
-        zeros = None
-        upcoming = next(segments, None)
+        read.plan(settings, offset, length, snapid, tag)
         while True:
-            batch = []
-            while upcoming is not None and len(pending) < 2 * depth:
-                owner, index, within, count = upcoming
-                if owner == 0:
-                    pending.append((None, count))
-                else:
-                    if not free and buffers < depth:
-                        free.append(memoryview(bytearray(request_size)))
-                        buffers += 1
-                    if not free:
-                        break
-                    request = connection.Request(
-                        proto.OP_READ_OBJ, proto.data_oid(owner, index),
-                        within, count, free.pop())
-                    batch.append(request)
-                    pending.append((request, count))
-                upcoming = next(segments, None)
-            if batch:
-                session.send(batch)
-            if not pending:
+            read.send_ahead()
+            if not read.pending:
                 break
-            request, count = pending.popleft()
-            if request is None:
-                if zeros is None:
-                    zeros = b'\0' * piece_size
-                while count:
-                    take = min(count, piece_size)
-                    piece = zeros if take == piece_size else zeros[:take]
-                    count -= take
-                    delivered += take
-                    yield piece
-                continue
-            session.complete(request)
-            hub_safe.give_way()
-            view = request.view
-            start = 0
-            while start < count:
-                take = min(count - start, piece_size)
-                piece = view[start:start + take].tobytes()
-                start += take
-                delivered += take
+            for piece in read.next_pieces():
                 yield piece
-            free.append(view)
-        if delivered != length:
+        if read.delivered != length:
             raise exceptions.BackendException(
                 'native read of %s yielded %d of %d bytes'
-                % (name, delivered, length))
+                % (name, read.delivered, length))
     except connection.Unsupported as exc:
-        if delivered:
+        if read.delivered:
             raise exceptions.BackendException(
                 'read of sheepdog image %s failed after %d of %d bytes: %s'
-                % (name, delivered, length, exc))
+                % (name, read.delivered, length, exc))
         raise
     except proto.ProtocolError as exc:
         raise exceptions.BackendException(
             'read of sheepdog image %s failed after %d of %d bytes: %s'
-            % (name, delivered, length, exc))
+            % (name, read.delivered, length, exc))
     finally:
         session.close()
 
