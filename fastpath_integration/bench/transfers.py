@@ -169,9 +169,9 @@ def _unhashed(store, image_id, source, size):
     upload itself is measured, not estimated by subtracting a hash's
     cost measured elsewhere. A 4-tuple as add() returns (Pike's).
     """
-    from glance_store_fastsheep import upload
-    written = store.client.write(image_id, upload.Source(source),
-                                 upload.Digest([], None), size)
+    from glance_store_fastsheep import image_data
+    written = store.client.write(image_id, image_data.Source(source),
+                                 image_data.Digest([], None), size)
     return None, written, None, {}
 
 
