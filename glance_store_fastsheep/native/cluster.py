@@ -15,10 +15,11 @@ Sheepdog keeps every object on ``copies`` nodes and any sheep serves any
 request as a gateway, so the sheep a transfer talks to is only where it
 starts: a location's address, then the configured entry points
 (``sheepdog_store_addresses``), then the members the cluster itself
-names (``GET_NODE_LIST``). The members are asked for once per store
-(kept in ``settings.members``: one request on the first operation) and
-again on every failover, from the node the operation moved to, so that
-the list follows nodes joining and leaving.
+names (``GET_NODE_LIST``). The members are asked for on a store's
+first operation (kept in ``settings.members``), at the start of every
+download (``route_reads``), and again on every failover, from the node
+the operation moved to, so that the list follows nodes joining and
+leaving: sheep's responses to a client carry no epoch.
 
 ``FailoverSession`` has a ``Session``'s interface. When its connection
 fails (``connection.ConnectionLost``: refused, reset, closed, or a
@@ -292,11 +293,17 @@ class FailoverSession(connection.Calls):
         # id(request) -> the Session the request was last sent on.
         self._carriers = {}
         self.session = self.cluster.connect(name)
-        if not settings.members:
-            try:
-                self.cluster.learn(self.session)
-            except connection.ConnectionLost as exc:
-                self._fail_over(exc)
+        # Whether this session asked for the members (route_reads asks
+        # once when another operation did).
+        self._learned = not settings.members
+        if self._learned:
+            self._learn()
+
+    def _learn(self):
+        try:
+            self.cluster.learn(self.session)
+        except connection.ConnectionLost as exc:
+            self._fail_over(exc)
 
     # The Session attributes callers read.
     @property
@@ -334,7 +341,15 @@ class FailoverSession(connection.Calls):
         only with data: not those of an erasure-coded VDI, of which a
         node holds a strip and only a gateway rebuilds the data. Without
         a known placement, or copies (0), this does nothing.
+
+        The members are asked for again first, once per session: nodes
+        join and leave between transfers, and sheep tells a client of a
+        new epoch only by failing its requests (a response to a client
+        carries no epoch: sheep/request.c sets it for peers' requests).
         """
+        if not self._learned:
+            self._learned = True
+            self._learn()
         self._refresh_ring()
         if self.ring is not None and copies:
             self._routed[vid] = (copies, data)

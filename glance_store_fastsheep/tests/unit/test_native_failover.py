@@ -121,6 +121,18 @@ class ReadFailoverTest(FailoverTestCase):
         self.assertIn(('127.0.0.1', self.second.port), settings.members)
         self.assertNothingLeft()
 
+    def test_each_download_asks_for_the_members_again(self):
+        # The members another operation learned go stale as nodes join;
+        # a download asks for them again at its start.
+        settings = Settings(self.first.port)
+        self.assertEqual(self.data, self.read(settings))
+        second = ('127.0.0.1', self.second.port)
+        settings.members = [node for node in settings.members
+                            if node != second]
+        self.assertEqual(self.data, self.read(settings))
+        self.assertIn(second, settings.members)
+        self.assertNothingLeft()
+
     def test_response_cut_mid_data_is_read_again_elsewhere(self):
         self.first.fault = (3, 'truncate', 1000)
         self.assertEqual(self.data, self.read(Settings(self.first.port)))
