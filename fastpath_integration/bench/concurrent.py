@@ -72,6 +72,17 @@ def _budget(args):
     return getattr(opts, 'DEFAULT_READAHEAD_BUDGET', 0) + 64 * 8
 
 
+def _write_memory(args):
+    """MiB that PUTS[-1] uploads at once may hold in objects.
+
+    Each upload its own writer's object and the one it fills, and the
+    write budget's extra writers one each: 4 MiB objects, the cluster's
+    default (native/write.py, "Memory").
+    """
+    from glance_store_fastsheep import opts
+    return (2 * PUTS[-1] + opts.DEFAULT_WRITE_BUDGET) * 4
+
+
 def _lowest(rows, caches):
     def value(metric):
         return min(metric(rows['default', cache, count], 'mb_s') /
@@ -89,6 +100,9 @@ RATIOS = (
                  key='readahead_budget_mib'),
     runner.ratio('concurrent_default_vs_single_min', _lowest(EMU, ('',)),
                  op='>=', bound=0.95),
+    runner.ratio('real_concurrent%d_put_rss_growth_mib' % PUTS[-1],
+                 REAL['put', PUTS[-1]], key='rss_growth_mib', op='<=',
+                 bound=_write_memory),
     runner.ratio('real_concurrent_default_vs_single_min',
                  _lowest(REAL, ('hot', 'cold')), op='>=', bound=0.95),
 )
