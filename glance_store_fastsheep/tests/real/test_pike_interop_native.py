@@ -19,11 +19,13 @@ import hashlib
 import io
 import os
 
+from glance_store import exceptions
 from glance_store import location
 
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import client as native_client
 from glance_store_fastsheep.native import read as native_read
+from glance_store_fastsheep import store
 from glance_store_fastsheep.tests.real import test_native_client
 from glance_store_fastsheep.tests.real import test_native_read
 
@@ -35,17 +37,13 @@ except ImportError:
 OBJECT = test_native_read.OBJECT
 
 
-class PikeTestCase(test_native_read.NativeTestCase):
-    """A real cluster beside Pike's in-tree driver (pike_sheepdog)."""
+class PikeWrittenTest(test_native_read.NativeTestCase):
 
     def setUp(self):
         if pike_sheepdog is None:
             self.skipTest('needs the in-tree Pike sheepdog driver '
                           '(glance_store 0.22.0): runs on `tox -e py27`')
-        super(PikeTestCase, self).setUp()
-
-
-class PikeWrittenTest(PikeTestCase):
+        super(PikeWrittenTest, self).setUp()
 
     def test_written_by_pike_in_tree_driver(self):
         # The cluster put its `collie` and `dog` first on PATH, where
@@ -87,3 +85,19 @@ class PikeWrittenTest(PikeTestCase):
             # And Pike deletes what the native client wrote.
             pike.delete(loc)
             self.assertNotIn(name, self.cluster.list_vdis())
+
+    def test_pike_written_image_is_never_replaced(self):
+        # Pike's driver sets no partial marker (native/vdi.py
+        # is_partial): the native client's add of the same name is a
+        # Duplicate, and the image stays as Pike wrote it.
+        conf = self.store_conf()
+        pike = pike_sheepdog.Store(conf)
+        pike.configure(re_raise_bsc=True)
+        data = os.urandom(OBJECT + 3)
+        pike.add('img', io.BytesIO(data), len(data))
+        fast = store.Store(conf)
+        fast.configure(re_raise_bsc=True)
+        self.assertRaises(exceptions.Duplicate, fast.add, 'img',
+                          io.BytesIO(b'x' * OBJECT), OBJECT)
+        self.assertTrue(self.cluster.check_dog('vdi', 'read', 'img') == data,
+                        'bytes of the Pike-written image changed')
