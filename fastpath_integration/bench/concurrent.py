@@ -18,6 +18,7 @@ doc/source/bench-sheepdog.rst.
 """
 
 from fastpath_integration.bench import clusters
+from fastpath_integration.bench import real
 from fastpath_integration.bench import runner
 from fastpath_integration.bench import transfers
 
@@ -28,7 +29,7 @@ COLUMNS = (('total MB/s', 'mb_s'), ('RSS growth MiB', 'rss_growth_mib'),
            ('fds at peak', 'peak_fds'), ('MiB each', 'size_mib'))
 
 
-def _tables(where, title, caches):
+def _tables(where, title, caches, native=False):
     get = runner.Table(
         'Concurrent downloads, %s' % title, 'N get() of one image at once '
         'in one eventlet process, byte count only; total MB/s over all of '
@@ -36,7 +37,8 @@ def _tables(where, title, caches):
         COLUMNS, 'mb_s', chart='concurrent_get_mb_s_' + where)
     put = runner.Table(
         'Concurrent uploads, %s' % title, 'N add() at once in one eventlet '
-        'process; vs: the default over one dog vdi write each.', COLUMNS,
+        'process; vs: the default (the dog client) over one dog vdi write '
+        'each, native over the default.', COLUMNS,
         'mb_s')
     rows = {}
     for cache in caches:
@@ -57,6 +59,10 @@ def _tables(where, title, caches):
                                          'write at a time each' % count)
         rows['put', count] = put.row(name % 'default', '%d at once, default'
                                      % count, rows['writer1', count])
+        if native:  # sheep's protocol: a real cluster only
+            rows['native_put', count] = put.row(
+                name % 'native', '%d at once, native' % count,
+                rows['put', count])
         if count <= PIKE_MAX:
             rows['pike_put', count] = put.row(
                 name % 'pike', '%d at once, Pike in-tree driver' % count)
@@ -64,7 +70,8 @@ def _tables(where, title, caches):
 
 
 EMU_GET, EMU_PUT, EMU = _tables('emu', 'emulator', ('',))
-REAL_GET, REAL_PUT, REAL = _tables('real_', 'real cluster', ('hot', 'cold'))
+REAL_GET, REAL_PUT, REAL = _tables('real_', 'real cluster', ('hot', 'cold'),
+                                   native=True)
 
 
 def _budget(args):
@@ -101,7 +108,7 @@ RATIOS = (
     runner.ratio('concurrent_default_vs_single_min', _lowest(EMU, ('',)),
                  op='>=', bound=0.95),
     runner.ratio('real_concurrent%d_put_rss_growth_mib' % PUTS[-1],
-                 REAL['put', PUTS[-1]], key='rss_growth_mib', op='<=',
+                 REAL['native_put', PUTS[-1]], key='rss_growth_mib', op='<=',
                  bound=_write_memory),
     runner.ratio('real_concurrent_default_vs_single_min',
                  _lowest(REAL, ('hot', 'cold')), op='>=', bound=0.95),
@@ -167,13 +174,18 @@ def _run(args, report, rows, caches, cluster, sizes):
                     pike, kind='get', driver='pike', mode='eventlet',
                     count=count, drop_caches=cache == 'cold', repeats=1),
                     env=env)
+    native = ('native_put', PUTS[0]) in rows and real.client_option() == (
+        'sheepdog_store_client')
     for count in PUTS:
         one = dict(put, count=count)
-        report.interleave([
+        measured = [
             (rows['writer1', count], dict(one, opts={
                 'sheepdog_store_write_concurrency': 1})),
-            (rows['put', count], dict(one, opts={}))],
-            target, _rounds(args), env)
+            (rows['put', count], dict(one, opts={}))]
+        if native:
+            measured.append((rows['native_put', count], dict(one, opts={
+                'sheepdog_store_client': 'native'})))
+        report.interleave(measured, target, _rounds(args), env)
         if count <= PIKE_MAX:
             report.measure(rows['pike_put', count], target, dict(
                 put, count=count, driver='pike', size=pike['size'],
