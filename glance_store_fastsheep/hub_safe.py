@@ -157,6 +157,12 @@ class InOrder(object):
                     raise
             else:
                 done.send(result)
+            # Not until the next job: its memory is the caller's again.
+            job = func = args = result = error = None
+
+    def wait(self):
+        """Return once every job given has run; raise the last one's error."""
+        self._wait_previous()
 
     def _wait_previous(self):
         done, self._done = self._done, None

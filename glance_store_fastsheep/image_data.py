@@ -18,6 +18,23 @@
 
 from glance_store_fastsheep import hub_safe
 
+# size -> size zero bytes, one buffer for the whole process (zeros).
+_ZEROS = {}
+
+
+def zeros(size):
+    """size zero bytes, one buffer shared by every transfer of the process.
+
+    An upload compares each piece with zeros, so as not to write an
+    all-zero object: a buffer of its own cost each upload a read size of
+    memory, 16 MiB of RSS for 16 uploads at once. Callers pass their
+    read size, so that few sizes are kept.
+    """
+    piece = _ZEROS.get(size)
+    if piece is None:
+        piece = _ZEROS.setdefault(size, b'\0' * size)
+    return piece
+
 
 class Source(object):
     """The image data as read-size pieces, whatever glance handed us.

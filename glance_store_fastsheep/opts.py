@@ -168,9 +168,12 @@ processes with the ``dog`` client, object writes with ``native``.
 1 writes chunk after chunk, each waited on before the next one starts.
 Larger values overlap the start-up and commit time of each call with
 the transfer of the next chunks: the writers for the next chunks are
-started before their data arrives. A waiting writer costs a process and
-a pipe, not image memory (the data streams through one piece at a
-time).
+started before their data arrives. With ``dog``, a waiting writer costs
+a process and a pipe, not image memory (the data streams through one
+piece at a time). With ``native``, each write holds its object (4 MiB
+on a cluster of default object size) in memory until sheep has
+acknowledged it and the image's hashes have seen it, the object being
+read included: an upload holds at most this many objects.
 
 Possible values:
     * A positive integer
@@ -183,20 +186,24 @@ Related options:
                min=0,
                default=DEFAULT_WRITE_BUDGET,
                help="""
-Number of extra ``dog vdi write`` processes that all the uploads of one
-glance-api process may run together.
+Number of extra writes that all the uploads of one glance-api process
+may have going together: ``dog vdi write`` processes with the ``dog``
+client, objects held in memory with ``native``.
 
 Every upload always has its first writer, which takes nothing from this
 budget: an upload never waits for budget and never fails for want of
 it. Each further writer an upload runs at once (up to
 ``sheepdog_store_write_concurrency``) takes one from the budget before
-it starts and gives it back once it has exited, failed or been killed.
-An upload that finds the budget used up goes on with the writers it
+it starts and gives it back once it has exited, failed or been killed
+(``native``: once sheep has acknowledged its object and the hashes have
+seen it). An upload that finds the budget used up goes on with the writers it
 has. The budget is the process's, shared by the uploads of every
 fastsheep backend in it, each checking against its own backend's value.
 
 Rule: a process with U uploads in flight runs at most U plus this many
-``dog vdi write`` processes. Keep at least
+``dog vdi write`` processes, or, with ``native``, holds at most U plus
+this many objects of image data (16 uploads and the default of 16: 32
+objects, 128 MiB of 4 MiB objects). Keep at least
 ``sheepdog_store_write_concurrency`` - 1, so that a lone upload keeps
 its full concurrency; lower it where many uploads run at once on a host
 short of memory or CPU, on which more writers add no throughput.

@@ -23,9 +23,15 @@ objects are neither written nor recorded, so a thin image stays thin
 
 Each in-flight write beyond an upload's first holds a slot of the
 process's write budget (``budget.WRITERS``), as a ``dog`` child does.
-Memory: the pieces of at most ``write_concurrency`` objects in flight,
-the one being filled, and a bounded queue of pieces waiting to be
-hashed, which are the same objects.
+Memory: at most ``write_concurrency`` objects an upload, the one being
+filled and those in flight; the object being filled takes its place in
+the window (and its slot) before it is read. So the uploads of a
+process hold one object each plus one a slot of the budget. An object
+stays in memory until sheep acknowledged it *and* every hash has seen
+it, and its slot stays taken until then too: a slot given back at the
+acknowledgement would let another upload send an object while this
+one's was still being hashed. Hashing runs at most one object behind:
+ending an object waits for the hashes of the one before it.
 
 Hashing overlaps the transfer: every hash and the verifier has a worker
 of its own (``_Hasher``), a thread under native threads, a tpool job
@@ -78,6 +84,10 @@ class _Sink(object):
         self.update = update
         self.queue = queue.Queue(HASH_QUEUE_PIECES)
         self.error = None
+        # Pieces taken off the queue and hashed (or skipped after an
+        # error), under the condition the writer waits on.
+        self.done = 0
+        self.progress = threading.Condition()
         self.thread = threading.Thread(target=self._run)
         self.thread.daemon = True
         self.thread.start()
@@ -92,6 +102,16 @@ class _Sink(object):
                     self.update(piece)
                 except Exception:
                     self.error = sys.exc_info()
+            piece = None  # not held while waiting for the next one
+            with self.progress:
+                self.done += 1
+                self.progress.notify_all()
+
+    def wait_for(self, count):
+        """Return once count pieces were taken and hashed."""
+        with self.progress:
+            while self.done < count:
+                self.progress.wait()
 
     def end(self):
         self.queue.put(None)
@@ -125,6 +145,13 @@ class _Hasher(object):
         # sent: a job per piece and hash costs the hub a switch and a
         # tpool round trip each.
         self._batch = []
+        # Objects handed over (flush calls); under native threads the
+        # pieces queued in all, and when the previous object was.
+        self.flushed = 0
+        self._queued = 0
+        self._previous = 0
+        # Objects known hashed by catch_up.
+        self._caught_up = 0
 
     def _updates(self):
         updates = [hasher.update for hasher in self.digest.hashers]
@@ -147,22 +174,53 @@ class _Hasher(object):
             return
         for sink in self._workers:
             sink.queue.put(piece)
+        self._queued += 1
 
     def flush(self):
-        """Start hashing the pieces given since the last flush (eventlet).
+        """End an object: its hashing starts, the one before's has ended.
 
-        Each hash's job starts once its previous job is done, so every
-        hash sees the pieces in order.
+        Under eventlet the object's pieces go to each hash's next job,
+        which starts once the previous job is done, so every hash sees
+        the pieces in order; under native threads the sinks have them
+        already and this waits until they took the previous object's.
+        Either way the caller goes on once every object but this one is
+        hashed (``hashed``).
         """
+        self.flushed += 1
+        if self._start_batch():
+            return
+        if self._workers and not self.green:
+            for sink in self._workers:
+                sink.wait_for(self._previous)
+            self._previous = self._queued
+
+    def _start_batch(self):
+        """Under eventlet: the pieces given since the last job, to hash."""
         batch, self._batch = self._batch, []
         if batch:
             for jobs, update in self._workers:
                 jobs.start(_update_all, update, batch)
+        return bool(batch)
+
+    def hashed(self):
+        """How many objects, from the first, every hash has seen."""
+        if not self._workers:  # no hash, or all settled
+            return self.flushed
+        return max(self.flushed - 1, self._caught_up)
+
+    def catch_up(self):
+        """Return once every object flushed so far is hashed."""
+        for worker in self._workers or ():
+            if self.green:
+                worker[0].wait()
+            else:
+                worker.wait_for(self._queued)
+        self._caught_up = self.flushed
 
     def settle(self):
         """Return once every piece was hashed; raise a hashing error."""
         if self.green and self._workers is not None:
-            self.flush()
+            self._start_batch()
         workers, self._workers = self._workers, None
         errors = []
         for worker in workers or ():
@@ -191,9 +249,12 @@ class Writer(object):
         self.created = set()
         self.recorded = set()
         self._acked = []
+        # (index, slot) of acknowledged objects not hashed yet: they
+        # keep their place in the window, and their slot.
+        self._held = []
+        self._hasher = None
         self._in_flight = collections.deque()
         self._records = []
-        self._zeros = b''
 
     # -- requests --------------------------------------------------------
 
@@ -205,10 +266,10 @@ class Writer(object):
                 if not request.done:
                     waiting.append(request)
                     continue
-                if request.tag[1]:
-                    budget.WRITERS.give(1)
+                self._held.append(request.tag)
                 self._acked.append(request.tag[0])
             self._in_flight = waiting
+        self._give_hashed()
         still = []
         for request in self._records:
             if request.done:
@@ -228,19 +289,31 @@ class Writer(object):
         self.session.complete(self._in_flight[0])
         self._harvest()
 
-    def _send_object(self, index, pieces):
-        """Send one object's data once the window and budget allow it."""
+    def _make_room(self):
+        """Wait until the window and budget allow one more object.
+
+        Before the object is read, not once it is: the object being
+        filled takes its place in the window (and its slot), so that an
+        upload holds at most ``write_concurrency`` objects, and all the
+        uploads of the process one each plus the budget's. Returns
+        whether it took a slot.
+        """
+        self._give_hashed()
         while True:
-            if len(self._in_flight) >= self.settings.write_concurrency:
+            taken = len(self._in_flight) + len(self._held)
+            if not taken:
+                return False
+            if (taken < self.settings.write_concurrency and
+                    budget.WRITERS.take(1, self.settings.write_budget)):
+                return True
+            if self._in_flight:
                 self._wait_oldest()
-                continue
-            if not self._in_flight:
-                slot = False
-                break
-            if budget.WRITERS.take(1, self.settings.write_budget):
-                slot = True
-                break
-            self._wait_oldest()
+            else:  # only objects acknowledged but not hashed yet
+                self._hasher.catch_up()
+                self._give_hashed()
+
+    def _send_object(self, index, pieces, slot):
+        """Send one object's data in the room _make_room made for it."""
         inode = self.vdi.inode
         request = connection.Request(
             proto.OP_CREATE_AND_WRITE_OBJ, proto.data_oid(self.vdi.vid,
@@ -259,7 +332,18 @@ class Writer(object):
             raise
         hub_safe.give_way()
 
+    def _give_hashed(self):
+        """Let go of acknowledged objects already hashed, and their slots."""
+        if self._held:
+            hashed = self._hasher.hashed()
+            keep = [tag for tag in self._held if tag[0] >= hashed]
+            budget.WRITERS.give(sum(1 for tag in self._held
+                                    if tag[1] and tag[0] < hashed))
+            self._held = keep
+
     def _release_slots(self):
+        budget.WRITERS.give(sum(1 for tag in self._held if tag[1]))
+        self._held = []
         while self._in_flight:
             request = self._in_flight.popleft()
             if request.tag[1]:
@@ -268,11 +352,11 @@ class Writer(object):
     # -- data ------------------------------------------------------------
 
     def _is_zero(self, piece):
+        zeros = image_data.zeros(self.settings.read_size)
         size = len(piece)
-        if len(self._zeros) < size:
-            self._zeros = b'\0' * size
-        zeros = self._zeros if size == len(self._zeros) else (
-            self._zeros[:size])
+        if size != len(zeros):
+            # The last piece, or a short read of glance's file.
+            zeros = zeros[:size] if size < len(zeros) else b'\0' * size
         return piece == zeros
 
     def _fill(self, source, hasher, want):
@@ -300,7 +384,7 @@ class Writer(object):
         data. Known sizes must match the data exactly (Invalid).
         """
         source = image_data.Source(source)
-        hasher = _Hasher(digest)
+        hasher = self._hasher = _Hasher(digest)
         try:
             written = self._write(source, hasher, image_size)
         except BaseException:
@@ -310,7 +394,11 @@ class Writer(object):
                 except Exception as exc:
                     # The upload's own error is the one to report.
                     LOG.debug('Hashing %s also failed: %s', self.name, exc)
-        hasher.settle()
+        try:
+            hasher.settle()
+        finally:
+            # Every write was answered: only slots held for hashing.
+            self._release_slots()
         return written
 
     def _create(self, size):
@@ -345,19 +433,27 @@ class Writer(object):
             want = object_size
             if known:
                 want = min(object_size, image_size - offset)
-            pieces, length, zero = self._fill(source, hasher, want)
-            hasher.flush()
-            if known and length < want:
-                raise exceptions.Invalid(
-                    message='image data ended after %d of the %d bytes '
-                    'announced' % (offset + length, image_size))
-            if not length:
-                break
-            if not known:
-                vdi_ops.set_size(self.session, self.vdi, offset + length)
-                self._harvest()
-            if not zero:
-                self._send_object(index, pieces)
+            slot = self._make_room()
+            sent = False
+            try:
+                pieces, length, zero = self._fill(source, hasher, want)
+                hasher.flush()
+                if known and length < want:
+                    raise exceptions.Invalid(
+                        message='image data ended after %d of the %d '
+                        'bytes announced' % (offset + length, image_size))
+                if not length:
+                    break
+                if not known:
+                    vdi_ops.set_size(self.session, self.vdi,
+                                     offset + length)
+                    self._harvest()
+                if not zero:
+                    sent = True  # the request owns the slot from here
+                    self._send_object(index, pieces, slot)
+            finally:
+                if slot and not sent:
+                    budget.WRITERS.give(1)
             del pieces
             offset += length
             index += 1

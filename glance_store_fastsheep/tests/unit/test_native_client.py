@@ -57,6 +57,44 @@ def digest():
     return image_data.Digest([hashlib.md5(), hashlib.sha512()], None)
 
 
+class _Piece(bytes):
+    """A piece of image data that tells its source when it is freed."""
+
+    def __new__(cls, data, source):
+        piece = bytes.__new__(cls, data)
+        piece.source = source
+        return piece
+
+    def __del__(self):
+        self.source.freed()
+
+
+class CountingSource(object):
+    """A file whose pieces count themselves while the writer holds them.
+
+    ``peak`` is the most pieces alive at once: the image data the upload
+    held in memory, whoever held it (requests in flight, hashes).
+    """
+
+    def __init__(self, data):
+        self.data = io.BytesIO(data)
+        self.live = self.peak = 0
+        self.lock = threading.Lock()
+
+    def read(self, size):
+        chunk = self.data.read(size)
+        if not chunk:
+            return chunk
+        with self.lock:
+            self.live += 1
+            self.peak = max(self.peak, self.live)
+        return _Piece(chunk, self)
+
+    def freed(self):
+        with self.lock:
+            self.live -= 1
+
+
 class ClientTestCase(test_native_read.FdsClosedMixin, base.BaseTestCase):
 
     def setUp(self):
@@ -131,6 +169,27 @@ class WriteTest(ClientTestCase):
         self.write('img', payload(8 * OBJECT, seed=4))
         # Only the upload's own first write: one in flight at a time.
         self.assertEqual(1, self.sheep.max_create_batch)
+        self.assertEqual(0, budget.WRITERS.held)
+
+    def test_upload_holds_at_most_write_concurrency_objects(self):
+        # The object being read takes its place in the window: with 4
+        # writes in flight at most, 4 objects of image data, not 5.
+        data = payload(12 * OBJECT, seed=5)
+        source = CountingSource(data)
+        self.write('img', data, source=source)
+        self.assertTrue(self.sheep.image_bytes('img') == data)
+        per_object = OBJECT // self.settings.read_size
+        self.assertEqual(Settings.write_concurrency * per_object,
+                         source.peak)
+        self.assertEqual(0, source.live)
+        self.assertEqual(0, budget.WRITERS.held)
+
+    def test_no_budget_is_one_object_in_memory(self):
+        self.settings.write_budget = 0
+        data = payload(6 * OBJECT, seed=6)
+        source = CountingSource(data)
+        self.write('img', data, source=source)
+        self.assertEqual(OBJECT // self.settings.read_size, source.peak)
         self.assertEqual(0, budget.WRITERS.held)
 
     def test_thin_image_writes_no_zero_object(self):
