@@ -82,9 +82,13 @@ def _budget(args):
 def _write_memory(args):
     """MiB that PUTS[-1] uploads at once may hold in objects.
 
-    Each upload its own writer's object and the one it fills, and the
-    write budget's extra writers one each: 4 MiB objects, the cluster's
-    default (native/write.py, "Memory").
+    The bound issue 28's target was set with: each upload its own
+    writer's object and the one it fills, and the write budget's extra
+    writers one each, 4 MiB objects, the cluster's default. The writer
+    now reads an object only once it has room for it in its window
+    (native/write.py, "Memory"), so its objects stay within one each
+    plus the budget's; the bound is kept, not tightened to that: the
+    growth also counts the process's own memory.
     """
     from glance_store_fastsheep import opts
     return (2 * PUTS[-1] + opts.DEFAULT_WRITE_BUDGET) * 4
