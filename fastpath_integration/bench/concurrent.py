@@ -178,7 +178,9 @@ def _run(args, report, rows, caches, cluster, sizes):
                     pike, kind='get', driver='pike', mode='eventlet',
                     count=count, drop_caches=cache == 'cold', repeats=1),
                     env=env)
-    native = ('native_put', PUTS[0]) in rows and real.client_option() == (
+    # Native rows where the cluster speaks sheep's protocol and the tree
+    # under test has a native writer.
+    native = cluster.client == 'native' and real.client_option() == (
         'sheepdog_store_client')
     for count in PUTS:
         one = dict(put, count=count)
