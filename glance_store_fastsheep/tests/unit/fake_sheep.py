@@ -11,32 +11,35 @@
 # under the License.
 """A fake sheep for unit tests of the native client: the wire, no more.
 
-Serves GET_VDI_INFO, READ_OBJ, NEW_VDI, CREATE_AND_WRITE_OBJ, WRITE_OBJ
-(of data objects and of inodes: vdi_size and data_vdi_id entries),
-REMOVE_OBJ, DEL_VDI, STAT_CLUSTER and GET_VDI_ATTR (as sheep's
-cluster_get_vdi_attr: attributes kept by name, left when the VDI is
-deleted, each carrying the create_time of the VDI it was set on) for
-images held in memory, on a
-loopback port the system chooses, one thread per connection. DEL_VDI
-behaves as sheep 1.0.1's does: with entries still recorded it answers
-success and deletes nothing. The requests that arrive
-together are answered in reverse order, so a reader that assumes
-responses in request order fails. ``fault`` injects one misbehaviour at
-the n-th READ_OBJ of data. The real-cluster suite (tests/real) checks
-the same reader against sheepdog 1.0.1 itself.
+Serves GET_VDI_INFO, GET_CLUSTER_DEFAULT, READ_OBJ, NEW_VDI,
+CREATE_AND_WRITE_OBJ, WRITE_OBJ (of data objects and of inodes:
+vdi_size and data_vdi_id entries), REMOVE_OBJ, DEL_VDI, STAT_CLUSTER
+and GET_VDI_ATTR (as sheep's cluster_get_vdi_attr: attributes kept by
+name, left when the VDI is deleted, each carrying the create_time of
+the VDI it was set on) for images held in memory, on a loopback port
+the system chooses, one thread per connection. DEL_VDI behaves as sheep
+1.0.1's does: with entries still recorded it answers success and
+deletes nothing. The requests that arrive together are answered in
+reverse order, so a reader that assumes responses in request order
+fails. ``fault`` injects one misbehaviour at the n-th READ_OBJ of data;
+``late`` does a chosen request later, even after its client has gone,
+as sheep does with a request that arrived before a failover resent it
+elsewhere. The real-cluster suite (tests/real) checks the same reader
+against sheepdog 1.0.1 itself.
 """
 
 import select
 import socket
 import struct
 import threading
+import time
 import zlib
 
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import proto
 
-INODE_TABLE_END = (proto.INODE_DATA_INDEX_OFFSET +
-                   4 * proto.INODE_DATA_INDEX_ENTRIES)
+# The longest a request held by ``late`` waits for its Event.
+LATE_LIMIT = 30
 
 
 class Image(object):
@@ -60,19 +63,33 @@ class Image(object):
                                          nr_copies=self.nr_copies,
                                          create_time=self.create_time)
         out = bytearray(length)
-        for pos in range(offset, offset + length):
-            if pos < len(fields):
-                out[pos - offset] = bytearray(fields[pos:pos + 1])[0]
-        first = max(offset, proto.INODE_DATA_INDEX_OFFSET)
-        end = min(offset + length, INODE_TABLE_END)
-        pos = first
-        while pos < end:
-            entry = (pos - proto.INODE_DATA_INDEX_OFFSET) // 4
-            raw = struct.pack('<I', self.table.get(entry, 0))
-            byte = (pos - proto.INODE_DATA_INDEX_OFFSET) % 4
-            out[pos - offset] = bytearray(raw)[byte]
-            pos += 1
+        if offset < len(fields):
+            head = fields[offset:offset + length]
+            out[:len(head)] = head
+        for entry, owner in self.table.items():
+            if entry >= proto.INODE_DATA_INDEX_ENTRIES:
+                continue  # past the table (an inode's gref[])
+            raw = struct.pack('<I', owner)
+            pos = proto.INODE_DATA_INDEX_OFFSET + 4 * entry
+            for byte in range(4):
+                if offset <= pos + byte < offset + length:
+                    out[pos + byte - offset] = bytearray(raw)[byte]
         return bytes(out)
+
+
+class _Connection(object):
+    """A served socket whose answers may come from several threads."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.send_lock = threading.Lock()
+
+    def sendall(self, data):
+        with self.send_lock:
+            self.sock.sendall(data)
+
+    def __getattr__(self, name):
+        return getattr(self.sock, name)
 
 
 class FakeSheep(object):
@@ -101,6 +118,12 @@ class FakeSheep(object):
             self._shared = peer._shared
             self.lock = peer.lock
         self.fault = None  # (n-th data READ_OBJ, kind, argument)
+        # late(opcode, oid, offset, length): None, or seconds or an
+        # Event after which the request is done and answered, as a
+        # sheep executes a request that arrived even once the client
+        # has gone (see _answer_late).
+        self.late = None
+        self.late_pending = 0
         self.reply_fault = None  # see _drop_reply
         self.reply_counts = {}
         # A result GET_VDI_INFO answers instead of the lookup's own.
@@ -262,6 +285,7 @@ class FakeSheep(object):
         return data
 
     def _serve(self, conn):
+        conn = _Connection(conn)
         try:
             while not self._stop:
                 batch = []
@@ -289,6 +313,8 @@ class FakeSheep(object):
                               if request[0] == proto.OP_CREATE_AND_WRITE_OBJ)
                 self.max_create_batch = max(self.max_create_batch, creates)
                 for request in reversed(batch):
+                    if self._answer_late(conn, request):
+                        continue
                     if not self._answer(conn, *request):
                         return
         except socket.error:
@@ -299,6 +325,48 @@ class FakeSheep(object):
             conn.close()
             with self.lock:
                 self.closed_connections += 1
+
+    def _answer_late(self, conn, request):
+        """Whether late holds request: done and answered on a thread.
+
+        Later requests of the connection go on meanwhile. The request
+        is done even once the client closed the connection (sheep's
+        request.c: only the reply fails), its twin resent elsewhere
+        included.
+        """
+        late = self.late
+        when = late and late(request[0], request[3], request[4],
+                             request[2])
+        if when is None or when is False:
+            return False
+
+        def answer():
+            if hasattr(when, 'wait'):
+                when.wait(LATE_LIMIT)
+            else:
+                time.sleep(when)
+            try:
+                self._answer(conn, *request)
+            except (socket.error, ValueError):
+                pass  # the client has gone: only the reply is lost
+            finally:
+                with self.lock:
+                    self.late_pending -= 1
+
+        with self.lock:
+            self.late_pending += 1
+        thread = threading.Thread(target=answer)
+        thread.daemon = True
+        thread.start()
+        self._threads.append(thread)
+        return True
+
+    def wait_late(self, timeout=LATE_LIMIT + 5):
+        """Return once every request late held was done."""
+        deadline = time.time() + timeout
+        while self.late_pending and time.time() < deadline:
+            time.sleep(0.01)
+        assert not self.late_pending, 'late requests still held'
 
     def _answer(self, conn, opcode, req_id, length, oid, offset, snapid,
                 data, fields=None):
@@ -601,7 +669,15 @@ class FakeSheep(object):
                                         *placement.get(port, (0, 0)))
                         for address, port in self.members)
 
+    def _cluster_default(self, req_id, opcode, length, oid, offset, snapid,
+                         data, fields):
+        # sd_rsp.cluster_default: nr_copies, copy_policy and
+        # block_size_shift where GET_NODE_LIST's nr_nodes lies.
+        return proto.pack_response(req_id, opcode, proto.SUCCESS,
+                                   nr_nodes=1 | self.default_shift << 16)
+
     _HANDLERS = {
+        proto.OP_GET_CLUSTER_DEFAULT: _cluster_default,
         proto.OP_GET_VDI_ATTR: _vdi_attr,
         proto.OP_GET_NODE_LIST: _node_list,
         proto.OP_NEW_VDI: _new_vdi,
