@@ -44,6 +44,27 @@ On failure the objects created and not recorded are removed with
 ``REMOVE_OBJ`` and the VDI is deleted (``vdi.delete``), on a fresh
 connection to any live member.
 
+Sizes. A flat inode (the store policy NEW_VDI gives) records at most
+2^20 objects (``MAX_OBJECTS``): the object size is asked of the cluster
+before NEW_VDI (``GET_CLUSTER_DEFAULT``) and an upload larger than
+object size x 2^20 is refused before anything is written, one of
+unknown size before its object 2^20 is sent. The inode's ``vdi_size``
+is never rewritten while objects are in flight: a late copy of such a
+write (its twin resent to another gateway after a failover) could land
+after the last one and cut the image short. A known size is the VDI's
+from NEW_VDI on; an upload of unknown size creates its VDI at the flat
+bound, object size x 2^20, and writes the real size once, after every
+object and every ``data_vdi_id`` entry was acknowledged, so that any
+copy of that write, late or resent, writes the same value. Sheep does
+not bound object writes or entries by ``vdi_size`` (no object path of
+sheep/gateway.c or ops.c reads it); what reads it is the cleanup of a
+VDI: sheep's deletion work and ``dog vdi delete`` zero and check the
+entries below it, ``vdi.delete`` too, and ``unrecorded`` looks for
+orphans below it. Created at the bound, a partial VDI's size covers
+every index its upload may have sent, whoever cleans it up; the cost is
+a leftover of unknown size (one no member could clean up) whose
+replacement looks through all 2^20 indexes.
+
 When no member can be reached, that cleanup cannot run: the VDI stays.
 It carries the ``vdi.PARTIAL_KEY`` attribute from right after
 ``NEW_VDI`` until its last inode update was acknowledged, so a later
@@ -54,12 +75,14 @@ before (``vdi.is_partial``).
 """
 
 import collections
+import itertools
 import sys
 import threading
 
 from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import excutils
+from oslo_utils import units
 from six.moves import queue
 
 from glance_store_fastsheep import budget
@@ -71,6 +94,18 @@ from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
 
 LOG = logging.getLogger(__name__)
+
+# Objects a flat inode (store policy 0, what NEW_VDI makes) can record:
+# its data_vdi_id table has OLD_MAX_DATA_OBJS (2^20) entries. An entry
+# past it would land in the inode's gref[] array; dog (vdi create and
+# resize) and QEMU refuse a flat VDI above object size x 2^20.
+MAX_OBJECTS = proto.INODE_DATA_INDEX_ENTRIES
+# The object size of a sheep without GET_CLUSTER_DEFAULT (before 1.0):
+# SD_DATA_OBJ_SIZE, its only one.
+FIXED_OBJECT_SIZE = 4 * units.Mi
+# Object sizes sheep can be formatted with: block_size_shift 20 to 31
+# for dog cluster format -z; below 9 not even a sector.
+SHIFTS = range(9, 32)
 
 # Pieces waiting for the hashing thread (native threads): enough to
 # keep it busy while an object is sent, few enough to bound memory.
@@ -379,9 +414,11 @@ class Writer(object):
     def write(self, source, digest, image_size):
         """Create the VDI, write source into it; return bytes written.
 
-        image_size 0 is unknown: the VDI is created empty and grows
-        (``vdi.set_size``) before each object is sent, never past the
-        data. Known sizes must match the data exactly (Invalid).
+        image_size 0 is unknown: the VDI is created at the flat bound
+        (object size x 2^20) and its size written once, after the last
+        object and entry were acknowledged (``vdi.set_size``). Known
+        sizes must match the data exactly (Invalid); neither may pass
+        the flat bound (Invalid, before anything is written).
         """
         source = image_data.Source(source)
         hasher = self._hasher = _Hasher(digest)
@@ -400,6 +437,32 @@ class Writer(object):
             # Every write was answered: only slots held for hashing.
             self._release_slots()
         return written
+
+    def _object_size(self):
+        """The object size NEW_VDI will give the VDI: the cluster's.
+
+        Asked before NEW_VDI (GET_CLUSTER_DEFAULT, sheep 1.0 on), so
+        that a size past a flat inode is refused before anything is
+        written and an upload of unknown size is created at its bound
+        (``_write``). A sheep that does not know the request (0.9
+        answers SYSTEM_ERROR) has one object size, 4 MiB.
+        """
+        answer = self.session.call_raw(connection.Request(
+            proto.OP_GET_CLUSTER_DEFAULT))
+        if answer.result != proto.SUCCESS:
+            LOG.debug('%s answered %s to GET_CLUSTER_DEFAULT: objects of '
+                      '%d bytes', self.session.where(),
+                      proto.result_text(answer.result), FIXED_OBJECT_SIZE)
+            return FIXED_OBJECT_SIZE
+        # sd_rsp.cluster_default: nr_copies, copy_policy, block_size_shift
+        # in the bytes GET_NODE_LIST's nr_nodes takes.
+        shift = (answer.response.nr_nodes >> 16) & 0xff
+        if shift not in SHIFTS:
+            raise proto.ProtocolError(
+                '%s answered block_size_shift %d to GET_CLUSTER_DEFAULT '
+                '(sheep formats %d to %d)' % (self.session.where(), shift,
+                                              SHIFTS[0], SHIFTS[-1]))
+        return 1 << shift
 
     def _create(self, size):
         """Create and mark the VDI; replace a marked leftover of name.
@@ -424,12 +487,36 @@ class Writer(object):
         self.marked = True
 
     def _write(self, source, hasher, image_size):
-        self._create(image_size)
-        object_size = self.vdi.object_size
+        object_size = self._object_size()
+        limit = object_size * MAX_OBJECTS
         known = image_size > 0
+        if image_size > limit:
+            raise exceptions.Invalid(
+                message='image of %d bytes is larger than the largest '
+                'flat sheepdog image of this cluster: %d objects (2^20) '
+                'of %d bytes, %d bytes (%s)' % (
+                    image_size, MAX_OBJECTS, object_size, limit,
+                    self.session.where()))
+        # Unknown size: created at the bound, written once at the end.
+        self._create(image_size if known else limit)
+        if self.vdi.object_size != object_size:
+            raise exceptions.BackendException(
+                '%s created sheepdog image %s with objects of %d bytes, '
+                'not the %d its cluster default said' % (
+                    self.session.where(), self.name, self.vdi.object_size,
+                    object_size))
         offset = 0
         index = 0
         while not known or offset < image_size:
+            if index == MAX_OBJECTS:
+                if known or not source.read(1):
+                    break
+                raise exceptions.Invalid(
+                    message='image data goes on past the largest flat '
+                    'sheepdog image of this cluster: %d objects (2^20) '
+                    'of %d bytes, %d bytes (%s)' % (
+                        MAX_OBJECTS, object_size, limit,
+                        self.session.where()))
             want = object_size
             if known:
                 want = min(object_size, image_size - offset)
@@ -444,10 +531,6 @@ class Writer(object):
                         'bytes announced' % (offset + length, image_size))
                 if not length:
                     break
-                if not known:
-                    vdi_ops.set_size(self.session, self.vdi,
-                                     offset + length)
-                    self._harvest()
                 if not zero:
                     sent = True  # the request owns the slot from here
                     self._send_object(index, pieces, slot)
@@ -472,6 +555,11 @@ class Writer(object):
             raise exceptions.BackendException(
                 'upload of %s: %d object(s) written but not recorded'
                 % (self.name, len(self.created - self.recorded)))
+        if not known:
+            # The one vdi_size write of the upload: every object and
+            # entry was acknowledged, so any copy of it, late or
+            # resent, writes this same value.
+            vdi_ops.set_size(self.session, self.vdi, offset)
         # Only now is the image complete: from here on a later upload
         # of the same id meets Duplicate.
         vdi_ops.clear_partial(self.session, self.name)
@@ -527,14 +615,20 @@ class Writer(object):
 
     @staticmethod
     def _remove(session, vdi, indexes):
-        """REMOVE_OBJ vdi's data objects of indexes, DELETE_BATCH at once."""
-        indexes = list(indexes)
-        for start in range(0, len(indexes), vdi_ops.DELETE_BATCH):
+        """REMOVE_OBJ vdi's data objects of indexes, DELETE_BATCH at once.
+
+        indexes may be an iterator: only a batch is held at a time.
+        """
+        indexes = iter(indexes)
+        while True:
             requests = [connection.Request(
                 proto.OP_REMOVE_OBJ, proto.data_oid(vdi.vid, index),
                 copies=vdi.inode.nr_copies,
                 copy_policy=vdi.inode.copy_policy, tag=(index, False))
-                for index in indexes[start:start + vdi_ops.DELETE_BATCH]]
+                for index in itertools.islice(indexes,
+                                              vdi_ops.DELETE_BATCH)]
+            if not requests:
+                return
             session.send(requests)
             for request in requests:
                 while not request.done:
@@ -564,17 +658,21 @@ class Writer(object):
 def unrecorded(session, vdi):
     """Indexes within vdi's size its table does not give to vdi.
 
-    Where a partial upload's orphans can be: every object it sent lies
-    within the VDI's size (an upload of unknown size grows the VDI
-    before each object), and the ones never recorded are not deleted
-    with the VDI. Most of these are holes, which answer NO_OBJ.
+    Where a partial upload's orphans can be: every object an upload
+    sends lies within the size its VDI was created with (a known size,
+    or for an unknown one the flat bound, object size x 2^20), and only
+    a complete upload of unknown size rewrites the size, once, after
+    every object was recorded. The ones never recorded are not deleted
+    with the VDI. Most of these are holes, which answer NO_OBJ. Yielded
+    one at a time, never past a flat table, whatever the size says.
     """
     if not vdi.size:
-        return []
-    last = (vdi.size - 1) // vdi.object_size
+        return
+    last = min((vdi.size - 1) // vdi.object_size, MAX_OBJECTS - 1)
     table = vdi_ops.Table(session, vdi.vid, last)
-    return [index for index in range(last + 1)
-            if table.owner(index) != vdi.vid]
+    for index in range(last + 1):
+        if table.owner(index) != vdi.vid:
+            yield index
 
 
 def write_image(settings, name, source, digest, image_size):

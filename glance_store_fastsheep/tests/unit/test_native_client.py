@@ -226,15 +226,20 @@ class WriteTest(ClientTestCase):
         self.assertEqual(set([proto.FLAG_CMD_WRITE |
                               proto.FLAG_CMD_DIRECT]), flags)
 
-    def test_unknown_size_grows_the_vdi(self):
+    def test_unknown_size_writes_the_size_once_after_the_last_entry(self):
         data = payload(5 * OBJECT + 300, seed=6)
         self.write('chunked', data, size=0, source=Chunks(data))
         self.assertTrue(self.sheep.image_bytes('chunked') == data)
         self.assertEqual(len(data),
                          self.sheep.images[('chunked', 0)].size)
-        sizes = [r for r in self.ops(proto.OP_WRITE_OBJ)
-                 if r[2] == proto.INODE_VDI_SIZE_OFFSET]
-        self.assertEqual(6, len(sizes))
+        # Created at the flat bound, the size written once at the end.
+        self.assertEqual(OBJECT << 20, self.sheep.new_vdi_fields.vdi_size)
+        writes = [r for r in self.sheep.requests
+                  if r[0] in (proto.OP_WRITE_OBJ,
+                              proto.OP_CREATE_AND_WRITE_OBJ)]
+        sizes = [r for r in writes if r[2] == proto.INODE_VDI_SIZE_OFFSET]
+        self.assertEqual(1, len(sizes))
+        self.assertEqual(sizes[0], writes[-1])
         self.assertFdsClosed()
 
     def test_zero_byte_image(self):

@@ -1,0 +1,106 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What a late request, a final error or a huge image does to an upload.
+
+A late request is one the fake sheep does after a delay or once the
+test releases it (``FakeSheep.late``), even after the client closed
+the connection it came on, as sheep does with every request that fully
+arrived: its twin may have been resent elsewhere meanwhile.
+"""
+
+import hashlib
+import io
+import os
+import threading
+
+import fixtures
+from glance_store import exceptions
+
+from glance_store_fastsheep import budget
+from glance_store_fastsheep import client
+from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import write as native_write
+from glance_store_fastsheep.tests.unit import test_native_client
+from glance_store_fastsheep.tests.unit import test_native_failover
+
+OBJECT = test_native_failover.OBJECT
+
+
+class LateSizeTest(test_native_failover.FailoverTestCase):
+
+    def test_late_size_write_cannot_truncate_an_unknown_size_image(self):
+        # The first vdi_size write is held on the first sheep: the
+        # client fails over and resends it to the second; the held copy
+        # lands once the upload has returned.
+        release = threading.Event()
+        held = []
+
+        def late(opcode, oid, offset, length):
+            if (opcode == proto.OP_WRITE_OBJ and not held and
+                    offset == proto.INODE_VDI_SIZE_OFFSET):
+                held.append(oid)
+                return release
+            return None
+
+        self.first.late = late
+        data = os.urandom(9 * OBJECT + 3)
+        hashes = test_native_client.digest()
+        store = client.get_client(test_native_failover.Settings(
+            self.first.port))
+        self.assertEqual(len(data), store.write(
+            'img', io.BytesIO(data), hashes, 0))
+        self.assertEqual(hashlib.md5(data).hexdigest(),
+                         hashes.hashers[0].hexdigest())
+        self.assertFailedOver(self.first, self.second)
+        release.set()
+        self.first.wait_late()
+        self.assertEqual(1, len(held))
+        self.assertEqual(len(data), self.first.images['img', 0].size)
+        self.assertTrue(data == self.first.image_bytes('img'))
+        self.assertNothingLeft()
+
+
+class FlatLimitTest(test_native_client.ClientTestCase):
+
+    def test_known_size_past_a_flat_inode_is_refused_before_any_write(self):
+        size = OBJECT * (1 << 20) + 1
+        exc = self.assertRaises(exceptions.Invalid, self.client.write,
+                                'big', io.BytesIO(b'x' * OBJECT),
+                                test_native_client.digest(), size)
+        self.assertIn('%d bytes' % size, str(exc))
+        self.assertIn('2^20', str(exc))
+        self.assertEqual([], self.ops(proto.OP_NEW_VDI))
+        self.assertEqual([], list(self.sheep.images))
+        self.assertFdsClosed()
+
+    def test_unknown_size_stops_before_the_last_object_plus_one(self):
+        self.useFixture(fixtures.MockPatchObject(
+            native_write, 'MAX_OBJECTS', 6, create=True))
+        fits = test_native_client.payload(6 * OBJECT, seed=22)
+        self.write('fits', fits, size=0,
+                   source=test_native_client.Chunks(fits))
+        self.assertTrue(self.sheep.image_bytes('fits') == fits)
+        self.assertEqual(len(fits), self.sheep.images['fits', 0].size)
+        vid = self.sheep.next_vid
+        data = test_native_client.payload(6 * OBJECT + 1, seed=23)
+        exc = self.assertRaises(exceptions.Invalid, self.client.write,
+                                'big', test_native_client.Chunks(data),
+                                test_native_client.digest(), 0)
+        self.assertIn('2^20', str(exc))
+        self.assertNotIn(('big', 0), self.sheep.images)
+        self.assertEqual([], [oid for oid in self.sheep.objects
+                              if oid >> 32 == vid])
+        self.assertEqual([], [r for r in self.ops(
+            proto.OP_CREATE_AND_WRITE_OBJ)
+            if r[1] >> 32 == vid and r[1] & 0xffffffff >= 6])
+        self.assertEqual(0, budget.WRITERS.held)
+        self.assertFdsClosed()
