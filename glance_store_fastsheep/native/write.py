@@ -42,7 +42,16 @@ If the sheep fails mid-upload, the session moves to another member and
 resends the writes and inode updates not acknowledged yet (``cluster``).
 On failure the objects created and not recorded are removed with
 ``REMOVE_OBJ`` and the VDI is deleted (``vdi.delete``), on a fresh
-connection to any live member.
+connection to any live member. Before that, whatever the error, the
+answers of the requests still in flight are waited for (``drain``,
+within the stall timeout): sheep does every request that reached it,
+so a write answered after clean_up looked would leave an object no
+inode records. What the drain cannot wait for stays a window: requests
+unanswered on a connection given up (a frozen or cut-off gateway, a
+garbled stream, or the first copies of what a failover resent), at
+most ``write_concurrency`` objects and their entries, may still be done
+by that sheep whenever it resumes; clean_up then logs a warning naming
+the VDI id whose objects may be left.
 
 Sizes. A flat inode (the store policy NEW_VDI gives) records at most
 2^20 objects (``MAX_OBJECTS``): the object size is asked of the cluster
@@ -82,6 +91,7 @@ import threading
 from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import excutils
+from oslo_utils import timeutils
 from oslo_utils import units
 from six.moves import queue
 
@@ -290,6 +300,8 @@ class Writer(object):
         self._hasher = None
         self._in_flight = collections.deque()
         self._records = []
+        # Whether a write may still land after clean_up (see drain).
+        self.abandoned = False
 
     # -- requests --------------------------------------------------------
 
@@ -605,6 +617,12 @@ class Writer(object):
                 self._remove(session, self.vdi, orphans)
             vdi_ops.delete(session, self.name)
             LOG.info('Deleted the partial sheepdog image %s', self.name)
+            if self.abandoned:
+                LOG.warning('Writes of the partial sheepdog image %s (vdi '
+                            '%x) were left unanswered on a connection '
+                            'given up; sheep may still do them, leaving '
+                            'objects of vdi %x that no inode records',
+                            self.name, self.vdi.vid, self.vdi.vid)
         except Exception as exc:
             # The upload's own error is the one raised; this one is only
             # logged (NotFound included: someone removed it already).
@@ -640,19 +658,37 @@ class Writer(object):
                         session.settle(answered)
 
     def drain(self):
-        """Wait for the answers of requests in flight on a healthy session.
+        """Wait, within a stall timeout, for the answers of what is in flight.
 
-        After a failure of the source or a final result (not of the
-        connection), so that no write still in flight lands after
-        clean_up removed its object. Results no longer matter here.
+        After every error but a garbled stream (``ProtocolError``:
+        nothing more can be read from it), before clean_up: sheep does
+        every request that reached it, so a write still in flight would
+        otherwise land after clean_up removed its object, and stay,
+        recorded nowhere. On the gateway's connection as it is, without
+        failing over (a resend would put more copies in flight), and
+        bounded: a request is waited for at most the stall timeout (as
+        everywhere), and no new wait starts after one stall timeout
+        from the drain's start, so a frozen sheep costs at most two.
+        Results no longer matter here. What is left unanswered (and
+        the first copies of what a failover resent) may still land
+        later: ``abandoned`` says so, and clean_up logs it.
         """
+        gateway = getattr(self.session, 'session', self.session)
+        if getattr(self.session, 'failovers', 0):
+            # First copies left on the gateways failed over from.
+            self.abandoned = True
+        deadline = timeutils.now() + gateway.stall_timeout
         try:
-            while self.session.sock is not None and (
-                    self.session.outstanding):
-                self.session.receive_one()
+            while gateway.outstanding:
+                if gateway.sock is None or timeutils.now() >= deadline:
+                    raise connection.Stalled(
+                        '%d request(s) of %s still unanswered' % (
+                            len(gateway.outstanding), gateway.where()))
+                gateway.receive_one()
         except Exception as exc:
-            LOG.debug('Requests in flight of %s not all answered: %s',
-                      self.name, exc)
+            self.abandoned = True
+            LOG.warning('Requests in flight of sheepdog image %s not all '
+                        'answered before its cleanup: %s', self.name, exc)
 
 
 def unrecorded(session, vdi):
@@ -687,14 +723,17 @@ def write_image(settings, name, source, digest, image_size):
     try:
         return writer.write(source, digest, image_size)
     except proto.ProtocolError as exc:
+        # A garbled stream: its answers can no longer be read.
+        writer.abandoned = bool(session.outstanding)
         session.close()
         writer.clean_up()
         raise exceptions.BackendException(
             'upload of sheepdog image %s failed: %s' % (name, exc))
-    except BaseException as exc:
+    except BaseException:
         with excutils.save_and_reraise_exception():
-            if not isinstance(exc, exceptions.BackendException):
-                writer.drain()
+            # Every error, sheep's final results included: what is in
+            # flight lands before clean_up looks.
+            writer.drain()
             session.close()
             writer.clean_up()
     finally:

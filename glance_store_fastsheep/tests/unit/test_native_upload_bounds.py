@@ -33,6 +33,7 @@ from glance_store_fastsheep.tests.unit import test_native_client
 from glance_store_fastsheep.tests.unit import test_native_failover
 
 OBJECT = test_native_failover.OBJECT
+EIO = 0x03
 
 
 class LateSizeTest(test_native_failover.FailoverTestCase):
@@ -67,6 +68,35 @@ class LateSizeTest(test_native_failover.FailoverTestCase):
         self.assertEqual(len(data), self.first.images['img', 0].size)
         self.assertTrue(data == self.first.image_bytes('img'))
         self.assertNothingLeft()
+
+
+class FinalErrorTest(test_native_client.ClientTestCase):
+
+    def test_final_error_drains_the_writes_in_flight_before_cleanup(self):
+        # EIO (a BackendException) for object 3 while objects 0-2 are
+        # still in flight: they land after it was answered.
+        vid = self.sheep.next_vid = 0x40
+        self.sheep.write_results[proto.data_oid(vid, 3)] = EIO
+
+        def late(opcode, oid, offset, length):
+            if opcode == proto.OP_CREATE_AND_WRITE_OBJ and (
+                    oid & 0xffffffff) < 3:
+                return 0.3
+            return None
+
+        self.sheep.late = late
+        data = test_native_client.payload(8 * OBJECT, seed=21)
+        exc = self.assertRaises(exceptions.BackendException,
+                                self.client.write, 'img', io.BytesIO(data),
+                                test_native_client.digest(), len(data))
+        self.assertIn('SD_RES_EIO', str(exc))
+        self.sheep.wait_late()
+        self.assertEqual([], list(self.sheep.images))
+        self.assertEqual(
+            [], sorted(oid & 0xffffffff for oid in self.sheep.objects
+                       if oid >> 32 == vid))
+        self.assertEqual(0, budget.WRITERS.held)
+        self.assertFdsClosed()
 
 
 class FlatLimitTest(test_native_client.ClientTestCase):
