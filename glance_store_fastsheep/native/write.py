@@ -456,24 +456,30 @@ class Writer(object):
         Asked before NEW_VDI (GET_CLUSTER_DEFAULT, sheep 1.0 on), so
         that a size past a flat inode is refused before anything is
         written and an upload of unknown size is created at its bound
-        (``_write``). A sheep that does not know the request (0.9
-        answers SYSTEM_ERROR) has one object size, 4 MiB.
+        (``_write``). Sheep 0.9 does not know the request and answers
+        INVALID_PARMS (sheep/request.c: no such opcode); its objects
+        are all SD_DATA_OBJ_SIZE (sheep/vdi.c), 4 MiB. Any other
+        failure fails the upload: a guessed size could create a VDI
+        larger than its table.
         """
         answer = self.session.call_raw(connection.Request(
             proto.OP_GET_CLUSTER_DEFAULT))
-        if answer.result != proto.SUCCESS:
-            LOG.debug('%s answered %s to GET_CLUSTER_DEFAULT: objects of '
-                      '%d bytes', self.session.where(),
-                      proto.result_text(answer.result), FIXED_OBJECT_SIZE)
+        if answer.result == proto.INVALID_PARMS:
+            LOG.debug('%s does not know GET_CLUSTER_DEFAULT (sheep 0.9): '
+                      'objects of %d bytes', self.session.where(),
+                      FIXED_OBJECT_SIZE)
             return FIXED_OBJECT_SIZE
+        if answer.result != proto.SUCCESS:
+            raise connection.error_for(answer.result, self.session.where(),
+                                       'GET_CLUSTER_DEFAULT', self.name)
         # sd_rsp.cluster_default: nr_copies, copy_policy, block_size_shift
         # in the bytes GET_NODE_LIST's nr_nodes takes.
         shift = (answer.response.nr_nodes >> 16) & 0xff
         if shift not in SHIFTS:
             raise proto.ProtocolError(
                 '%s answered block_size_shift %d to GET_CLUSTER_DEFAULT '
-                '(sheep formats %d to %d)' % (self.session.where(), shift,
-                                              SHIFTS[0], SHIFTS[-1]))
+                '(not %d to %d)' % (self.session.where(), shift,
+                                    SHIFTS[0], SHIFTS[-1]))
         return 1 << shift
 
     def _create(self, size):
@@ -512,6 +518,13 @@ class Writer(object):
         # Unknown size: created at the bound, written once at the end.
         self._create(image_size if known else limit)
         if self.vdi.object_size != object_size:
+            # A sheep that said one default and used another. Nothing is
+            # written; the VDI is never left larger than its table
+            # (sheep's deletion reads the entries below vdi_size): its
+            # size written once, to its own bound, before clean_up.
+            bound = self.vdi.object_size * MAX_OBJECTS
+            if self.vdi.size > bound:
+                vdi_ops.set_size(self.session, self.vdi, bound)
             raise exceptions.BackendException(
                 '%s created sheepdog image %s with objects of %d bytes, '
                 'not the %d its cluster default said' % (

@@ -24,6 +24,7 @@ import threading
 
 import fixtures
 from glance_store import exceptions
+from oslo_utils import units
 
 from glance_store_fastsheep import budget
 from glance_store_fastsheep import client
@@ -96,6 +97,43 @@ class FinalErrorTest(test_native_client.ClientTestCase):
             [], sorted(oid & 0xffffffff for oid in self.sheep.objects
                        if oid >> 32 == vid))
         self.assertEqual(0, budget.WRITERS.held)
+        self.assertFdsClosed()
+
+
+class ClusterDefaultTest(test_native_client.ClientTestCase):
+
+    def test_sheep_0_9_has_4_mib_objects(self):
+        # 0.9 answers INVALID_PARMS to an opcode it does not know.
+        self.sheep.results[proto.OP_GET_CLUSTER_DEFAULT] = (
+            proto.INVALID_PARMS)
+        self.sheep.default_shift = 22
+        data = test_native_client.payload(3 * OBJECT + 5, seed=25)
+        self.write('img', data, size=0,
+                   source=test_native_client.Chunks(data))
+        self.assertEqual(4 * units.Mi << 20,
+                         self.sheep.new_vdi_fields.vdi_size)
+        self.assertTrue(self.sheep.image_bytes('img') == data)
+        self.assertEqual(len(data), self.sheep.images['img', 0].size)
+
+    def test_other_failure_fails_before_new_vdi(self):
+        self.sheep.results[proto.OP_GET_CLUSTER_DEFAULT] = 0x06
+        exc = self.assertRaises(exceptions.BackendException,
+                                self.client.write, 'img',
+                                io.BytesIO(b'x'), test_native_client.digest(),
+                                0)
+        self.assertIn('SD_RES_SYSTEM_ERROR', str(exc))
+        self.assertEqual([], self.ops(proto.OP_NEW_VDI))
+        self.assertFdsClosed()
+
+    def test_object_size_out_of_range_fails_before_new_vdi(self):
+        for shift in (0, 8, 32, 255):
+            self.sheep.default_shift = shift
+            exc = self.assertRaises(exceptions.BackendException,
+                                    self.client.write, 'img',
+                                    io.BytesIO(b'x'),
+                                    test_native_client.digest(), 0)
+            self.assertIn('block_size_shift %d' % shift, str(exc))
+        self.assertEqual([], self.ops(proto.OP_NEW_VDI))
         self.assertFdsClosed()
 
 
