@@ -21,6 +21,7 @@ import hashlib
 import io
 import os
 import threading
+import time
 
 import fixtures
 from glance_store import exceptions
@@ -98,6 +99,40 @@ class FinalErrorTest(test_native_client.ClientTestCase):
                        if oid >> 32 == vid))
         self.assertEqual(0, budget.WRITERS.held)
         self.assertFdsClosed()
+
+    def test_drain_of_a_frozen_sheep_is_bounded_and_says_what_may_land(self):
+        # Objects 0-2 are never answered while the upload runs: the
+        # drain gives up within its bound, and clean_up names the VDI
+        # whose objects the frozen sheep may still write.
+        self.settings.stall_timeout = 0.3
+        vid = self.sheep.next_vid = 0x40
+        self.sheep.write_results[proto.data_oid(vid, 3)] = EIO
+        release = threading.Event()
+        self.addCleanup(release.set)
+        log = self.useFixture(fixtures.FakeLogger(
+            name='glance_store_fastsheep'))
+
+        def late(opcode, oid, offset, length):
+            if opcode == proto.OP_CREATE_AND_WRITE_OBJ and (
+                    oid & 0xffffffff) < 3:
+                return release
+            return None
+
+        self.sheep.late = late
+        data = test_native_client.payload(8 * OBJECT, seed=24)
+        started = time.time()
+        self.assertRaises(exceptions.BackendException, self.client.write,
+                          'img', io.BytesIO(data),
+                          test_native_client.digest(), len(data))
+        # Two stall timeouts at most, and no failover: not the transfer
+        # timeout (5 s).
+        self.assertLess(time.time() - started, 2.5)
+        self.assertEqual([], list(self.sheep.images))
+        self.assertIn('not all answered before its cleanup', log.output)
+        self.assertIn('sheep may still do them, leaving objects of vdi 40',
+                      log.output)
+        self.assertNotIn('Failing over', log.output)
+        self.assertEqual(0, budget.WRITERS.held)
 
 
 class ClusterDefaultTest(test_native_client.ClientTestCase):
