@@ -15,10 +15,11 @@ The same conformance round trips run once per release, each on one
 1-node cluster shared by the release's tests (a VDI name per test):
 native writes read back byte-exact through ``dog vdi read``, ``dog vdi
 write`` images read back natively, thin images stay thin (``dog vdi
-object map``), unknown sizes and empty images, delete leaves no VDI in
-``dog vdi list``, an image with snapshots is refused and left intact, a
-clone is deleted and its base is not touched. Faults (a sheep killed
-under a write) run on 1.0.1 only.
+object map``), unknown sizes and empty images, the flat bound (object
+size x 2^20) and a failed upload of unknown size leaving no object,
+delete leaves no VDI in ``dog vdi list``, an image with snapshots is
+refused and left intact, a clone is deleted and its base is not
+touched. Faults (a sheep killed under a write) run on 1.0.1 only.
 """
 
 import hashlib
@@ -156,6 +157,43 @@ class Conformance(ReleaseCluster):
         self.put(self.name + 'e', b'', size=0)
         self.assertEqual(0, self.cluster.vdi_size(self.name + 'e'))
         self.assertEqual(b'', self.native(self.name + 'e'))
+
+    def data_object_files(self):
+        """The data object files in the cluster's stores.
+
+        Not inodes, nor VDI attributes (the partial marker's object stays
+        when the VDI is deleted, as sheep keeps attributes by name).
+        """
+        found = []
+        for node in self.cluster.nodes:
+            store = os.path.join(node.directory, 'obj')
+            found.extend(name for name in os.listdir(store)
+                         if len(name) == 16 and not int(name, 16) >> 61)
+        return sorted(found)
+
+    def test_flat_bound_and_a_failed_unknown_size_upload(self):
+        # Past object size x 2^20: refused before NEW_VDI.
+        exc = self.assertRaises(exceptions.Invalid, self.put, self.name,
+                                b'x', size=OBJECT * (1 << 20) + 1)
+        self.assertIn('2^20', str(exc))
+        self.assertNotIn(self.name, self.cluster.list_vdis())
+        # Unknown size, failing after 3 objects: created at the flat
+        # bound (its size is written only at the end), then removed with
+        # every object it wrote.
+        before = self.data_object_files()
+        sizes = []
+
+        def failing():
+            for _count in range(3):
+                yield os.urandom(OBJECT)
+                sizes.append(self.cluster.vdi_size(self.name + 'f'))
+            raise IOError('the client went away')
+
+        self.assertRaises(IOError, self.put, self.name + 'f', b'', size=0,
+                          source=failing())
+        self.assertEqual([OBJECT << 20] * 3, sizes)
+        self.assertNotIn(self.name + 'f', self.cluster.list_vdis())
+        self.assertEqual(before, self.data_object_files())
 
     def test_thin_image_stays_thin(self):
         data = (os.urandom(OBJECT) + b'\0' * (3 * OBJECT) +
