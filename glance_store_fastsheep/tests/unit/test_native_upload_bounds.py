@@ -29,8 +29,11 @@ from oslo_utils import units
 
 from glance_store_fastsheep import budget
 from glance_store_fastsheep import client
+from glance_store_fastsheep.native import client as native_client
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import write as native_write
+from glance_store_fastsheep.tests import green_child
+from glance_store_fastsheep.tests.unit import fake_sheep
 from glance_store_fastsheep.tests.unit import test_native_client
 from glance_store_fastsheep.tests.unit import test_native_failover
 
@@ -72,21 +75,55 @@ class LateSizeTest(test_native_failover.FailoverTestCase):
         self.assertNothingLeft()
 
 
+def _late_first_three(opcode, oid, offset, length):
+    """Objects 0-2's CREATEs land (and are answered) 0.3 s late."""
+    if opcode == proto.OP_CREATE_AND_WRITE_OBJ and (oid & 0xffffffff) < 3:
+        return 0.3
+    return None
+
+
+def green_final_error():
+    """FinalErrorTest's drain, in a monkey-patched child (green_child)."""
+    sheep = fake_sheep.FakeSheep()
+    settings = test_native_client.Settings()
+    settings.port = sheep.port
+    vid = sheep.next_vid = 0x40
+    sheep.write_results[proto.data_oid(vid, 3)] = EIO
+    sheep.late = _late_first_three
+    ticker = green_child.Ticker()
+    data = test_native_client.payload(8 * OBJECT, seed=26)
+    try:
+        native_client.NativeClient(settings).write(
+            'img', io.BytesIO(data), test_native_client.digest(),
+            len(data))
+        raised = ''
+    except exceptions.BackendException as exc:
+        raised = str(exc)
+    ticks = ticker.stop()
+    sheep.wait_late()
+    left = sorted(oid & 0xffffffff for oid in sheep.objects
+                  if oid >> 32 == vid)
+    images = len(sheep.images)
+    sheep.close()
+    return {'eio': 'SD_RES_EIO' in raised, 'left': left, 'images': images,
+            'ticks': ticks}
+
+
 class FinalErrorTest(test_native_client.ClientTestCase):
+
+    def test_final_error_drains_under_eventlet(self):
+        report = green_child.run(self, __name__, 'green_final_error')
+        self.assertEqual({'eio': True, 'left': [], 'images': 0},
+                         {'eio': report['eio'], 'left': report['left'],
+                          'images': report['images']})
+        self.assertGreater(report['ticks'], 0)
 
     def test_final_error_drains_the_writes_in_flight_before_cleanup(self):
         # EIO (a BackendException) for object 3 while objects 0-2 are
         # still in flight: they land after it was answered.
         vid = self.sheep.next_vid = 0x40
         self.sheep.write_results[proto.data_oid(vid, 3)] = EIO
-
-        def late(opcode, oid, offset, length):
-            if opcode == proto.OP_CREATE_AND_WRITE_OBJ and (
-                    oid & 0xffffffff) < 3:
-                return 0.3
-            return None
-
-        self.sheep.late = late
+        self.sheep.late = _late_first_three
         data = test_native_client.payload(8 * OBJECT, seed=21)
         exc = self.assertRaises(exceptions.BackendException,
                                 self.client.write, 'img', io.BytesIO(data),
