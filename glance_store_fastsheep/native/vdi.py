@@ -18,9 +18,11 @@ one ``dog`` handled:
 * create: ``NEW_VDI`` with the 256-byte name, copies and
   block_size_shift 0 (the cluster's defaults); the inode's first bytes
   are then read for the redundancy and object size the cluster chose.
-* resize (an upload of unknown size): the inode's ``vdi_size`` field
+* size (an upload of unknown size): the inode's ``vdi_size`` field
   (offset 536) rewritten with ``WRITE_OBJ``, as ``dog vdi resize``
-  rewrites the inode header; the size only grows.
+  rewrites the inode header; once, from the flat bound the VDI was
+  created at down to the data's size, after every object was recorded
+  (see ``write``).
 * record: the ``data_vdi_id`` entries (offset 4664 + 4 x index) of
   objects written, one ``WRITE_OBJ`` per run of entries, as ``dog vdi
   write`` records each object it created.
@@ -262,7 +264,12 @@ def is_partial(session, name, vdi):
 
 
 def set_size(session, vdi, size):
-    """Rewrite the inode's vdi_size (dog vdi resize); grows only."""
+    """Rewrite the inode's vdi_size, as dog vdi resize does.
+
+    Not while objects are in flight: a late copy of the request (its
+    twin resent after a failover) would land after any later size. The
+    writer sends it once per upload, after the last record.
+    """
     session.call(inode_write(vdi, proto.INODE_VDI_SIZE_OFFSET,
                              proto.pack_uint64(size)))
     vdi.inode.vdi_size = size
