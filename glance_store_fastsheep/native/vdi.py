@@ -28,8 +28,10 @@ one ``dog`` handled:
   write`` records each object it created.
 * mark (an upload in progress): the VDI attribute ``PARTIAL_KEY``
   (``GET_VDI_ATTR``, as ``dog vdi setattr``/``getattr`` send it), set
-  right after ``NEW_VDI`` and deleted once the upload's last inode
-  update was acknowledged; see ``is_partial``.
+  right after ``NEW_VDI``; once the upload's last inode update was
+  acknowledged ``COMPLETE_KEY`` is set and ``PARTIAL_KEY`` deleted. The
+  state only moves forward: a late copy of the partial set cannot make
+  a complete image partial again (``is_partial``).
 * delete: the entries zeroed in runs (sheep drops a reference to each
   object whose entry changes, and removes the object at the last one),
   then ``DEL_VDI``, then ``GET_VDI_INFO`` must answer ``NO_VDI``: sheep
@@ -58,6 +60,9 @@ DELETE_BATCH = 128
 # ``dog vdi getattr IMAGE glance_store_fastsheep.partial`` prints
 # ``vdi=<hex id>`` while it is set.
 PARTIAL_KEY = 'glance_store_fastsheep.partial'
+# Set once an upload completed, never deleted: a partial marker counts
+# only without it, whatever order late copies of the sets land in.
+COMPLETE_KEY = 'glance_store_fastsheep.complete'
 
 _UINT32 = struct.Struct('<I')
 
@@ -204,31 +209,67 @@ def _attr_request(session, name, key, flags, value=b''):
             proto.VER_MISMATCH), connection.WAY_OUT))
 
 
-def _partial_value(vdi):
+def _marker_value(vdi):
     return ('vdi=%x' % vdi.vid).encode('ascii')
 
 
-def mark_partial(session, name, vdi):
-    """Mark vdi (the current VDI name) as an upload in progress.
+def _set_marker(session, name, vdi, key):
+    """Set attribute key of name to vdi's marker value (a plain set).
 
-    A plain set (no EXCL): sheep writes the attribute's first slot
-    whatever it held, so a marker an earlier VDI of the name left is
-    overwritten, and a resent request does the same again.
+    A plain set (no EXCL): sheep's get_vdi_attr writes the attribute's
+    first slot whatever it held, so a marker an earlier VDI of the name
+    left is overwritten, and a resent request does the same again. A
+    late copy landing on a later VDI of the name names the earlier vid
+    and carries the later VDI's create_time: ``_has_marker`` ignores it.
     """
-    answer = _attr_request(session, name, PARTIAL_KEY, proto.FLAG_CMD_CREAT,
-                           _partial_value(vdi))
+    answer = _attr_request(session, name, key, proto.FLAG_CMD_CREAT,
+                           _marker_value(vdi))
     if answer.result != proto.SUCCESS:
         raise connection.error_for(answer.result, session.where(),
-                                   'GET_VDI_ATTR (set %s)' % PARTIAL_KEY,
-                                   name)
+                                   'GET_VDI_ATTR (set %s)' % key, name)
 
 
-def clear_partial(session, name):
-    """Delete the upload-in-progress marker of name (done or absent).
+def _has_marker(session, name, vdi, key):
+    """Whether attribute key of name marks vdi (the current VDI name).
 
-    NO_OBJ (no such attribute) is success: a resent delete whose first
-    attempt deleted it answers so.
+    Sheep keeps attributes by name, not by VDI, and deleting a VDI
+    leaves them: a marker counts only when its value names vdi's id and
+    its ctime (copied from the inode when it was set) is vdi's
+    create_time.
     """
+    answer = _attr_request(session, name, key, 0)
+    if answer.result in (proto.NO_OBJ, proto.NO_VDI):
+        return False
+    if answer.result != proto.SUCCESS:
+        raise connection.error_for(answer.result, session.where(),
+                                   'GET_VDI_ATTR (look up %s)' % key, name)
+    wanted = _marker_value(vdi)
+    buf = bytearray(proto.ATTR_HEADER_SIZE + len(wanted))
+    session.call(connection.Request(
+        proto.OP_READ_OBJ, proto.attr_oid(answer.response.vdi_id,
+                                          answer.response.attr_id),
+        0, len(buf), memoryview(buf), proto.FLAG_CMD_DIRECT))
+    _name, ctime, _key, value = proto.unpack_vdi_attr(buf)
+    return value == wanted and ctime == vdi.inode.create_time
+
+
+def mark_partial(session, name, vdi):
+    """Mark vdi (the current VDI name) as an upload in progress."""
+    _set_marker(session, name, vdi, PARTIAL_KEY)
+
+
+def clear_partial(session, name, vdi=None):
+    """Mark vdi (default: the current VDI name) complete, for good.
+
+    COMPLETE_KEY first, then PARTIAL_KEY deleted (NO_OBJ, no such
+    attribute, is success: a resent delete whose first attempt deleted
+    it answers so). A late copy of the partial set landing after either
+    leaves the image complete: ``is_partial`` wants the partial marker
+    and no complete one.
+    """
+    if vdi is None:
+        vdi = look_up(session, name)
+    _set_marker(session, name, vdi, COMPLETE_KEY)
     answer = _attr_request(session, name, PARTIAL_KEY, proto.FLAG_CMD_DEL)
     if answer.result not in (proto.SUCCESS, proto.NO_OBJ):
         raise connection.error_for(answer.result, session.where(),
@@ -237,30 +278,16 @@ def clear_partial(session, name):
 
 
 def is_partial(session, name, vdi):
-    """Whether vdi (the current VDI name) carries this client's marker.
+    """Whether vdi (the current VDI name) is this client's unfinished upload.
 
-    Sheep keeps attributes by name, not by VDI, and deleting a VDI
-    leaves them: a marker counts only when its value names vdi's id and
-    its ctime (copied from the inode when it was set) is vdi's
-    create_time. So an image ``dog`` or the Pike driver wrote (never
-    marked) and a complete image made after a marked VDI was deleted
-    by hand are never taken for partial.
+    Marked partial and never marked complete (``_has_marker``: both
+    must name vdi). So an image ``dog`` or the Pike driver wrote (never
+    marked), a complete image made after a marked VDI was deleted by
+    hand, and a complete image a late partial set re-marked are never
+    taken for partial.
     """
-    answer = _attr_request(session, name, PARTIAL_KEY, 0)
-    if answer.result in (proto.NO_OBJ, proto.NO_VDI):
-        return False
-    if answer.result != proto.SUCCESS:
-        raise connection.error_for(answer.result, session.where(),
-                                   'GET_VDI_ATTR (look up %s)' % PARTIAL_KEY,
-                                   name)
-    wanted = _partial_value(vdi)
-    buf = bytearray(proto.ATTR_HEADER_SIZE + len(wanted))
-    session.call(connection.Request(
-        proto.OP_READ_OBJ, proto.attr_oid(answer.response.vdi_id,
-                                          answer.response.attr_id),
-        0, len(buf), memoryview(buf), proto.FLAG_CMD_DIRECT))
-    _name, ctime, _key, value = proto.unpack_vdi_attr(buf)
-    return value == wanted and ctime == vdi.inode.create_time
+    return (_has_marker(session, name, vdi, PARTIAL_KEY) and
+            not _has_marker(session, name, vdi, COMPLETE_KEY))
 
 
 def set_size(session, vdi, size):

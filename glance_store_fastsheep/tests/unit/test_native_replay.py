@@ -1,0 +1,98 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Late copies of name-based requests, and a delete that stops half-way.
+
+doc/source/contributor/replay-model.rst says what a late copy of each
+request the native client sends does; these are the rows that name a
+VDI by its name (DEL_VDI, the marker sets, NEW_VDI), and the delete
+that is interrupted between its first removal and DEL_VDI. A late copy
+is the fake sheep's 'hold' reply fault: the request is kept, the
+connection reset unanswered, and ``land_held`` carries it out later, as
+sheep carries out a request that fully arrived after the client left.
+"""
+
+import hashlib
+import io
+import os
+
+from glance_store import exceptions
+
+from glance_store_fastsheep import client
+from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import vdi as vdi_ops
+from glance_store_fastsheep.tests.unit import test_native_client
+from glance_store_fastsheep.tests.unit import test_native_failover
+
+OBJECT = test_native_failover.OBJECT
+
+
+class ReplayTest(test_native_failover.FailoverTestCase):
+
+    def setUp(self):
+        super(ReplayTest, self).setUp()
+        self.client = client.get_client(
+            test_native_failover.Settings(self.first.port))
+
+    def write(self, data):
+        hashes = test_native_client.digest()
+        self.assertEqual(len(data), self.client.write(
+            'img', io.BytesIO(data), hashes, len(data)))
+        self.assertEqual(hashlib.md5(data).hexdigest(),
+                         hashes.hashers[0].hexdigest())
+
+    def retry(self, data):
+        # A new store: glance retries from another request.
+        self.client = client.get_client(
+            test_native_failover.Settings(self.first.port))
+        return self.write(data)
+
+    def marked(self, key, vid):
+        """Whether key of img marks the current VDI vid."""
+        stored = self.first.attrs.get(self.first.attr_slot('img', key))
+        if stored is None or not stored[:1].strip(b'\0'):
+            return False
+        _name, ctime, _key, value = proto.unpack_vdi_attr(stored)
+        return (value == ('vdi=%x' % vid).encode('ascii') and
+                ctime == self.first.images['img', 0].create_time)
+
+    def test_late_partial_mark_never_makes_a_complete_image_partial(self):
+        # Finding 4: a late copy of mark_partial lands after the upload
+        # completed; an upload of the same id must still be Duplicate.
+        data = os.urandom(3 * OBJECT)
+        self.write(data)
+        session = cluster.FailoverSession(
+            test_native_failover.Settings(self.first.port), 'img')
+        try:
+            current = vdi_ops.look_up(session, 'img')
+            vdi_ops.mark_partial(session, 'img', current)
+        finally:
+            session.close()
+        self.assertRaises(exceptions.Duplicate, self.retry,
+                          os.urandom(3 * OBJECT))
+        self.assertEqual(data, self.first.image_bytes('img'))
+        self.assertNothingLeft()
+
+    def test_marker_requests_of_a_complete_upload(self):
+        # The complete marker is set before the partial one is deleted,
+        # and names the VDI.
+        self.write(os.urandom(2 * OBJECT))
+        vid = self.first.images['img', 0].vid
+        self.assertTrue(self.marked(vdi_ops.COMPLETE_KEY, vid))
+        self.assertFalse(self.marked(vdi_ops.PARTIAL_KEY, vid))
+        flags = [fields.flags for opcode, fields in zip(
+            [request[0] for request in self.first.requests],
+            self.first.fields) if opcode == proto.OP_GET_VDI_ATTR]
+        write = proto.FLAG_CMD_WRITE
+        self.assertEqual([write | proto.FLAG_CMD_CREAT,
+                          write | proto.FLAG_CMD_CREAT,
+                          write | proto.FLAG_CMD_DEL], flags)
