@@ -45,10 +45,13 @@ would otherwise hold them on the gateway.
 import struct
 
 from glance_store import exceptions
+from oslo_log import log as logging
 
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
+
+LOG = logging.getLogger(__name__)
 
 # data_vdi_id entries read per inode request: 64 KiB covers 64 GiB of
 # image at the default object size.
@@ -65,6 +68,10 @@ PARTIAL_KEY = 'glance_store_fastsheep.partial'
 COMPLETE_KEY = 'glance_store_fastsheep.complete'
 
 _UINT32 = struct.Struct('<I')
+
+
+class AmbiguousCreate(exceptions.Duplicate):
+    """NEW_VDI's reply was lost and the name exists: whose VDI is unknown."""
 
 
 class Vdi(object):
@@ -158,10 +165,14 @@ def create(session, name, size):
     answers VDI_EXIST, so only sheep's own retryable results (which
     created nothing) are retried. When the session failed over with the
     request unanswered (its ``failovers`` changed) and the resend found
-    the name taken, the lost reply was a success: the VDI is looked up.
-    Unless it is another size, or marked partial (``is_partial``: the
-    marker comes only after create returned, so a marked VDI is an
-    earlier upload's): then it is a Duplicate after all.
+    the name taken, the VDI may be the one the lost first copy created,
+    or one that was there before (``dog``'s, another driver's, an
+    earlier upload's): nothing NEW_VDI carries is stored in the inode
+    for this attempt alone (sheep's cluster_new_vdi takes the name, the
+    size and the redundancy; the create_time is sheep's clock), so this
+    client cannot prove it is its own. It is never written into:
+    AmbiguousCreate (a Duplicate) says so and leaves it alone. A VDI an
+    earlier upload left marked partial is still replaced by the caller.
     """
     before = session.failovers
     try:
@@ -170,10 +181,19 @@ def create(session, name, size):
     except exceptions.Duplicate:
         if session.failovers == before:
             raise
-        vdi = look_up(session, name)
-        if vdi.size != size or is_partial(session, name, vdi):
-            raise
-        return vdi
+        found = find(session, name)
+        vid = 'unknown' if found is None else '%x' % found.vid
+        LOG.error('The reply to NEW_VDI of sheepdog image %s was lost and '
+                  'the resent request found the name taken (vdi %s); it '
+                  'may or may not be the VDI this upload created, so it '
+                  'is left alone', name, vid)
+        raise AmbiguousCreate(
+            message='sheepdog image %s exists (vdi %s) after the reply to '
+            'its NEW_VDI was lost (%s): it may be the VDI this upload '
+            'created or one that was there before, and is left alone; '
+            'check it (dog vdi list %s), delete it with dog vdi delete if '
+            'it is not wanted, then retry the upload'
+            % (name, vid, session.where(), name))
     vid = new.response.vdi_id
     return Vdi(vid, read_inode_fields(session, vid))
 

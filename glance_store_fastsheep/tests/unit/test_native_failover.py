@@ -228,11 +228,17 @@ class WriteFailoverTest(FailoverTestCase):
         self.assertFailedOver(self.first, self.second)
         self.assertNothingLeft()
 
-    def test_new_vdi_reply_lost_finds_the_vdi_it_created(self):
+    def test_new_vdi_reply_lost_leaves_the_vdi_alone(self):
+        # The VDI the lost reply was about cannot be told from one that
+        # was there before (nothing NEW_VDI carries identifies the
+        # attempt): never written into, the upload fails clearly.
         data = os.urandom(3 * OBJECT)
+        vid = self.first.next_vid
         self.first.reply_fault = (proto.OP_NEW_VDI, 1, 'reset')
-        self.write(data)
-        self.assertEqual(data, self.first.image_bytes('img'))
+        exc = self.assertRaises(exceptions.Duplicate, self.write, data)
+        self.assertIn('reply to its NEW_VDI was lost', str(exc))
+        self.assertEqual(vid, self.first.images['img', 0].vid)
+        self.assertEqual(b'\0' * len(data), self.first.image_bytes('img'))
         self.assertFailedOver(self.first, self.second)
         self.assertNothingLeft()
 

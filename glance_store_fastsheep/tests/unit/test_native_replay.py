@@ -82,6 +82,27 @@ class ReplayTest(test_native_failover.FailoverTestCase):
         self.assertEqual(data, self.first.image_bytes('img'))
         self.assertNothingLeft()
 
+    def test_lost_new_vdi_reply_never_adopts_an_unmarked_vdi(self):
+        # Finding 4: dog wrote img, of the very size of the upload; the
+        # upload's NEW_VDI is answered VDI_EXIST, its reply lost, and
+        # the resend finds the name taken. The upload's first object is
+        # zeros, which the writer skips: adopting the VDI would leave
+        # dog's first object under the upload's checksum.
+        old = os.urandom(3 * OBJECT)
+        vid = self.first.add_image('img', old).vid
+        self.first.reply_fault = (proto.OP_NEW_VDI, 1, 'reset')
+        exc = self.assertRaises(exceptions.Duplicate, self.write,
+                                b'\0' * OBJECT + os.urandom(2 * OBJECT))
+        self.assertIsInstance(exc, vdi_ops.AmbiguousCreate)
+        self.assertIn('reply to its NEW_VDI was lost', str(exc))
+        self.assertIn('left alone', str(exc))
+        self.assertEqual(vid, self.first.images['img', 0].vid)
+        self.assertEqual(old, self.first.image_bytes('img'))
+        self.assertEqual([], [r for r in self.first.requests + (
+            self.second.requests) if r[0] in (proto.OP_CREATE_AND_WRITE_OBJ,
+                                              proto.OP_DEL_VDI)])
+        self.assertNothingLeft()
+
     def test_marker_requests_of_a_complete_upload(self):
         # The complete marker is set before the partial one is deleted,
         # and names the VDI.
