@@ -107,7 +107,11 @@ class NativeClient(client.Client):
     def lookup(self, address, port, name):
         session = self._session(address, port, name)
         try:
-            return vdi_ops.find(session, name)
+            found = vdi_ops.find(session, name)
+            if found is not None:
+                # A half-deleted image has no size worth reporting.
+                vdi_ops.check_readable(session, name, found)
+            return found
         except proto.ProtocolError as exc:
             raise exceptions.BackendException(
                 'looking up sheepdog image %s failed: %s' % (name, exc))

@@ -99,6 +99,10 @@ class _RangeRead(object):
     def plan(self, settings, offset, length, snapid, tag):
         session = self.session
         vdi = vdi_ops.look_up(session, self.name, snapid, tag)
+        if not snapid and not tag:
+            # The markers are the current VDI's; a snapshot is never
+            # deleted by this driver.
+            vdi_ops.check_readable(session, self.name, vdi)
         vid, inode = vdi.vid, vdi.inode
         # Each object read to a node holding a copy: no live gateway
         # then waits on a frozen one. Not the data of an erasure-coded

@@ -32,11 +32,13 @@ one ``dog`` handled:
   acknowledged ``COMPLETE_KEY`` is set and ``PARTIAL_KEY`` deleted. The
   state only moves forward: a late copy of the partial set cannot make
   a complete image partial again (``is_partial``).
-* delete: the entries zeroed in runs (sheep drops a reference to each
-  object whose entry changes, and removes the object at the last one),
-  then ``DEL_VDI``, then ``GET_VDI_INFO`` must answer ``NO_VDI``: sheep
-  answers ``DEL_VDI`` with success even when its deletion work found
-  objects still recorded and left the VDI in place.
+* delete: ``DELETING_KEY`` set first, so that reads of a VDI whose
+  delete did not finish fail (``check_readable``) instead of returning
+  zeros; then the entries zeroed in runs (sheep drops a reference to
+  each object whose entry changes, and removes the object at the last
+  one), then ``DEL_VDI``, then ``GET_VDI_INFO`` must answer
+  ``NO_VDI``: sheep answers ``DEL_VDI`` with success even when its
+  deletion work found objects still recorded and left the VDI in place.
 
 Inode updates carry ``SD_FLAG_CMD_DIRECT``: sheep 0.9's object cache
 would otherwise hold them on the gateway.
@@ -66,8 +68,15 @@ PARTIAL_KEY = 'glance_store_fastsheep.partial'
 # Set once an upload completed, never deleted: a partial marker counts
 # only without it, whatever order late copies of the sets land in.
 COMPLETE_KEY = 'glance_store_fastsheep.complete'
+# Set before a delete removes anything: reads of the VDI fail from then
+# on, and a retried delete finishes the job.
+DELETING_KEY = 'glance_store_fastsheep.deleting'
 
 _UINT32 = struct.Struct('<I')
+
+
+class BeingDeleted(exceptions.BackendException):
+    """The VDI is marked DELETING_KEY: a delete of it did not finish."""
 
 
 class AmbiguousCreate(exceptions.Duplicate):
@@ -180,6 +189,13 @@ def create(session, name, size):
                                                   vdi_size=size))
     except exceptions.Duplicate:
         if session.failovers == before:
+            taken = find(session, name)
+            if taken is not None and is_deleting(session, name, taken):
+                raise exceptions.Duplicate(
+                    message='sheepdog image %s (vdi %x) is being deleted: '
+                    'an earlier delete of it did not finish (it is marked '
+                    '%s); retry that delete, then the upload (%s)'
+                    % (name, taken.vid, DELETING_KEY, session.where()))
             raise
         found = find(session, name)
         vid = 'unknown' if found is None else '%x' % found.vid
@@ -310,6 +326,30 @@ def is_partial(session, name, vdi):
             not _has_marker(session, name, vdi, COMPLETE_KEY))
 
 
+def mark_deleting(session, name, vdi):
+    """Mark vdi (the current VDI name) as being deleted; never unset."""
+    _set_marker(session, name, vdi, DELETING_KEY)
+
+
+def is_deleting(session, name, vdi):
+    """Whether vdi (the current VDI name) is marked being deleted."""
+    return _has_marker(session, name, vdi, DELETING_KEY)
+
+
+def check_readable(session, name, vdi):
+    """BeingDeleted if vdi (the current VDI name) is being deleted.
+
+    A delete that stopped half-way removed some of its objects: the
+    image would read zeros there, so it is not read at all.
+    """
+    if is_deleting(session, name, vdi):
+        raise BeingDeleted(
+            'sheepdog image %s (vdi %x) is being deleted: an earlier '
+            'delete of it did not finish (it is marked %s) and part of its '
+            'data may be gone; it cannot be read; retry the delete (%s)'
+            % (name, vdi.vid, DELETING_KEY, session.where()))
+
+
 def set_size(session, vdi, size):
     """Rewrite the inode's vdi_size, as dog vdi resize does.
 
@@ -390,6 +430,10 @@ def delete(session, name):
     the image has snapshots (clones, e.g. cinder volumes, may depend on
     them: deleting the current VDI would leave their data behind under
     the image's name, which glance could no longer see or delete).
+
+    Crash-safe: DELETING_KEY is set before anything is removed, so a
+    delete that stops anywhere after leaves a VDI whose reads fail
+    (``check_readable``) and which a retried delete finishes.
     """
     vdi = look_up(session, name)
     if has_snapshots(session, vdi, name):
@@ -397,6 +441,7 @@ def delete(session, name):
             message='sheepdog image %s has snapshots (%s): left intact; '
             'delete them first (dog vdi delete -s)' % (
                 name, session.where()))
+    mark_deleting(session, name, vdi)
     clear_entries(session, vdi)
     before = session.failovers
     try:

@@ -29,6 +29,7 @@ from glance_store import exceptions
 from glance_store_fastsheep import client
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.native import vdi as vdi_ops
 from glance_store_fastsheep.tests.unit import test_native_client
 from glance_store_fastsheep.tests.unit import test_native_failover
@@ -55,6 +56,25 @@ class ReplayTest(test_native_failover.FailoverTestCase):
         self.client = client.get_client(
             test_native_failover.Settings(self.first.port))
         return self.write(data)
+
+    def leave_partial(self, data):
+        """An upload cut off with no member left; its vid."""
+        self.second.close()
+        self.recount_fds()
+        vid = self.first.next_vid
+        self.first.reply_fault = (proto.OP_CREATE_AND_WRITE_OBJ, 4, 'stall')
+        self.assertRaises(exceptions.BackendException, self.write, data)
+        self.first.reply_fault = None
+        self.assertTrue(self.marked(vdi_ops.PARTIAL_KEY, vid))
+        return vid
+
+    def read(self, size):
+        return b''.join(native_read.read_range(
+            test_native_failover.Settings(self.first.port), '127.0.0.1',
+            self.first.port, 'img', 0, size))
+
+    def size(self):
+        return self.client.size('127.0.0.1', self.first.port, 'img')
 
     def marked(self, key, vid):
         """Whether key of img marks the current VDI vid."""
@@ -101,6 +121,53 @@ class ReplayTest(test_native_failover.FailoverTestCase):
         self.assertEqual([], [r for r in self.first.requests + (
             self.second.requests) if r[0] in (proto.OP_CREATE_AND_WRITE_OBJ,
                                               proto.OP_DEL_VDI)])
+        self.assertNothingLeft()
+
+    def test_interrupted_delete_leaves_an_unreadable_vdi_a_retry_ends(self):
+        # Finding 5: the delete stops after zeroing some entries (sheep
+        # removed those objects) and before DEL_VDI. The image must not
+        # read back with zeros in their place.
+        data = os.urandom(3 * OBJECT) + b'\0' * OBJECT + os.urandom(OBJECT)
+        vid = self.first.add_image('img', data).vid
+        self.second.close()
+        self.recount_fds()
+        self.first.reply_fault = (proto.OP_WRITE_OBJ, 1, 'reset')
+        self.assertRaises(exceptions.BackendException, self.client.delete,
+                          '127.0.0.1', self.first.port, 'img')
+        self.first.reply_fault = None
+        self.assertEqual(vid, self.first.images['img', 0].vid)
+        self.assertNotEqual(data, self.first.image_bytes('img'))
+        for attempt in (self.size, lambda: self.read(len(data))):
+            exc = self.assertRaises(exceptions.BackendException, attempt)
+            self.assertIsInstance(exc, vdi_ops.BeingDeleted)
+            self.assertIn('sheepdog image img (vdi %x) is being deleted'
+                          % vid, str(exc))
+            self.assertIn('retry the delete', str(exc))
+        # A retried delete finishes the job.
+        self.client.delete('127.0.0.1', self.first.port, 'img')
+        self.assertNotIn(('img', 0), self.first.images)
+        self.assertEqual(
+            [], [oid for oid in self.first.objects if oid >> 32 == vid])
+        self.assertRaises(exceptions.NotFound, self.size)
+        self.assertNothingLeft()
+
+    def test_partial_upload_half_deleted_is_replaced_by_a_retry(self):
+        # The clean-up of a failed upload stopped half-way through its
+        # delete: the VDI is partial and being deleted. A retry of the
+        # upload finishes that delete and writes the image.
+        data = os.urandom(6 * OBJECT)
+        vid = self.leave_partial(data)
+        session = cluster.FailoverSession(
+            test_native_failover.Settings(self.first.port), 'img')
+        try:
+            old = vdi_ops.look_up(session, 'img')
+            vdi_ops.mark_deleting(session, 'img', old)
+        finally:
+            session.close()
+        self.retry(data)
+        self.assertNotEqual(vid, self.first.images['img', 0].vid)
+        self.assertEqual(data, self.first.image_bytes('img'))
+        self.assertEqual(data, self.read(len(data)))
         self.assertNothingLeft()
 
     def test_marker_requests_of_a_complete_upload(self):
