@@ -36,9 +36,10 @@ one ``dog`` handled:
   delete did not finish fail (``check_readable``) instead of returning
   zeros; then the entries zeroed in runs (sheep drops a reference to
   each object whose entry changes, and removes the object at the last
-  one), then ``DEL_VDI``, then ``GET_VDI_INFO`` must answer
-  ``NO_VDI``: sheep answers ``DEL_VDI`` with success even when its
-  deletion work found objects still recorded and left the VDI in place.
+  one), then ``DEL_VDI`` on one connection, never resent to another
+  sheep, then ``GET_VDI_INFO`` must answer ``NO_VDI``: sheep answers
+  ``DEL_VDI`` with success even when its deletion work found objects
+  still recorded and left the VDI in place.
 
 Inode updates carry ``SD_FLAG_CMD_DIRECT``: sheep 0.9's object cache
 would otherwise hold them on the gateway.
@@ -434,6 +435,11 @@ def delete(session, name):
     Crash-safe: DELETING_KEY is set before anything is removed, so a
     delete that stops anywhere after leaves a VDI whose reads fail
     (``check_readable``) and which a retried delete finishes.
+
+    DEL_VDI names the current VDI of name (sheep's cluster_del_vdi takes
+    a name and a snapshot id or tag, never a vid), so a copy landing
+    late would delete whatever VDI then has the name: it is sent on one
+    connection and never resent to another sheep (``_del_vdi_once``).
     """
     vdi = look_up(session, name)
     if has_snapshots(session, vdi, name):
@@ -443,13 +449,7 @@ def delete(session, name):
                 name, session.where()))
     mark_deleting(session, name, vdi)
     clear_entries(session, vdi)
-    before = session.failovers
-    try:
-        session.call(connection.vdi_request(proto.OP_DEL_VDI, name))
-    except exceptions.NotFound:
-        # A resent DEL_VDI whose first attempt deleted the VDI.
-        if session.failovers == before:
-            raise
+    _del_vdi_once(session, name, vdi)
     check = session.call_raw(connection.vdi_request(proto.OP_GET_VDI_INFO,
                                                     name))
     if check.result == proto.SUCCESS:
@@ -460,6 +460,55 @@ def delete(session, name):
     if check.result not in (proto.NO_VDI, proto.NO_TAG):
         raise connection.error_for(check.result, session.where(),
                                    'GET_VDI_INFO', name)
+
+
+def _del_vdi_once(session, name, vdi):
+    """DEL_VDI of name on one connection; never resent elsewhere.
+
+    A FailoverSession would resend an unanswered DEL_VDI to the next
+    sheep while the first copy may still be carried out (sheep executes
+    a request that fully arrived even after the client closed the
+    connection): the late copy would then delete a VDI created under
+    the name meanwhile. So it goes on a connection of its own to a live
+    member, and if that connection fails with it unanswered the name is
+    looked up on the session: gone means the copy landed; still there,
+    the delete fails, leaving the VDI marked DELETING_KEY (its reads
+    fail) for a retried delete to finish.
+    """
+    request = connection.vdi_request(proto.OP_DEL_VDI, name)
+    cluster_ = getattr(session, 'cluster', None)
+    own = session
+    if cluster_ is not None:
+        own = cluster_.connect(name)
+    try:
+        answer = own.call_raw(request)
+    except connection.ConnectionLost as exc:
+        if own is session:
+            raise
+        LOG.warning('DEL_VDI of sheepdog image %s (vdi %x) unanswered, '
+                    'not resent to another sheep: %s', name, vdi.vid, exc)
+        answer = None
+        lost = exc
+    finally:
+        if own is not session:
+            own.close()
+    if answer is None:
+        check = session.call_raw(connection.vdi_request(
+            proto.OP_GET_VDI_INFO, name))
+        if check.result in (proto.NO_VDI, proto.NO_TAG):
+            return
+        if check.result != proto.SUCCESS:
+            raise connection.error_for(check.result, session.where(),
+                                       'GET_VDI_INFO', name)
+        raise exceptions.BackendException(
+            'deleting sheepdog image %s (vdi %x) did not finish: DEL_VDI '
+            'was not answered (%s) and may still be carried out, so it is '
+            'not resent to another sheep; the image stays marked %s (its '
+            'reads fail); retry the delete'
+            % (name, vdi.vid, lost, DELETING_KEY))
+    if answer.result != proto.SUCCESS:
+        raise connection.error_for(answer.result, own.where(), 'DEL_VDI',
+                                   name)
 
 
 def clear_entries(session, vdi):

@@ -126,6 +126,8 @@ class FakeSheep(object):
         self.late_pending = 0
         self.reply_fault = None  # see _drop_reply
         self.reply_counts = {}
+        # Requests a 'hold' reply_fault kept: land_held carries them out.
+        self.held = []
         # A result GET_VDI_INFO answers instead of the lookup's own.
         self.lookup_result = None
         # sheep's SD_SHEEP_PROTO_VER, for internal operations.
@@ -385,6 +387,13 @@ class FakeSheep(object):
             drop = self._drop_reply(opcode)
             if drop == 'stall':
                 return True
+            if drop == 'hold':
+                # Kept for land_held, the connection reset unanswered.
+                self.held.append((handler, (req_id, opcode, length, oid,
+                                            offset, snapid, data, fields)))
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                struct.pack('ii', 1, 0))
+                return False
             with self.lock:
                 answer = handler(self, req_id, opcode, length, oid, offset,
                                  snapid, data, fields)
@@ -453,7 +462,8 @@ class FakeSheep(object):
         reply_fault is (opcode, n-th request of it, kind): 'reset' does
         the operation and resets the connection instead of answering (a
         sheep killed after its work, before its reply), 'stall' neither
-        does nor answers it (a frozen sheep).
+        does nor answers it (a frozen sheep), 'hold' resets the connection
+        and keeps the request for ``land_held`` (a copy that lands late).
         """
         fault = self.reply_fault
         if fault is None or fault[0] != opcode:
@@ -463,6 +473,13 @@ class FakeSheep(object):
             if self.reply_counts[opcode] != fault[1]:
                 return None
         return fault[2]
+
+    def land_held(self):
+        """Carry out the held requests now: their late copies land."""
+        held, self.held = self.held, []
+        with self.lock:
+            for handler, args in held:
+                handler(self, *args)
 
     def _misbehave(self, conn, kind, argument, req_id, opcode, length, body,
                    offset):

@@ -85,6 +85,35 @@ class ReplayTest(test_native_failover.FailoverTestCase):
         return (value == ('vdi=%x' % vid).encode('ascii') and
                 ctime == self.first.images['img', 0].create_time)
 
+    def test_unanswered_del_vdi_is_not_resent_to_another_sheep(self):
+        # Finding 4: a DEL_VDI resent elsewhere while its first copy is
+        # held can land after the name was created again. It is not
+        # resent: the delete fails, the VDI stays marked (unreadable),
+        # and the held copy deletes only that VDI.
+        data = os.urandom(3 * OBJECT)
+        vid = self.first.add_image('img', data).vid
+        self.first.reply_fault = (proto.OP_DEL_VDI, 1, 'hold')
+        exc = self.assertRaises(exceptions.BackendException,
+                                self.client.delete, '127.0.0.1',
+                                self.first.port, 'img')
+        self.assertIn('DEL_VDI was not answered', str(exc))
+        self.assertIn('retry the delete', str(exc))
+        self.assertEqual([], [r for r in self.second.requests
+                              if r[0] == proto.OP_DEL_VDI])
+        self.assertEqual(vid, self.first.images['img', 0].vid)
+        self.assertTrue(self.marked(vdi_ops.DELETING_KEY, vid))
+        # Meanwhile an upload of the name is refused, creating nothing.
+        exc = self.assertRaises(exceptions.Duplicate, self.write,
+                                b'\0' * OBJECT)
+        self.assertIn('is being deleted', str(exc))
+        self.assertEqual(vid, self.first.images['img', 0].vid)
+        # The held copy lands: it deletes the VDI it was meant for.
+        self.first.land_held()
+        self.assertNotIn(('img', 0), self.first.images)
+        self.assertRaises(exceptions.NotFound, self.client.delete,
+                          '127.0.0.1', self.first.port, 'img')
+        self.assertNothingLeft()
+
     def test_late_partial_mark_never_makes_a_complete_image_partial(self):
         # Finding 4: a late copy of mark_partial lands after the upload
         # completed; an upload of the same id must still be Duplicate.
