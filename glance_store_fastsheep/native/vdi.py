@@ -41,6 +41,9 @@ one ``dog`` handled:
   ``DEL_VDI`` with success even when its deletion work found objects
   still recorded and left the VDI in place.
 
+What a late copy of each of these requests does is the subject of
+doc/source/contributor/replay-model.rst.
+
 Inode updates carry ``SD_FLAG_CMD_DIRECT``: sheep 0.9's object cache
 would otherwise hold them on the gateway.
 """
