@@ -427,6 +427,56 @@ def has_snapshots(session, vdi, name):
     return True
 
 
+def marker_oid(name, key):
+    """The object sheep keeps attribute key of name in.
+
+    Attributes live under the hash of the name (sd_hash_vdi) in the slot
+    of the hash of the attribute's name, tag, snapshot id and key
+    (hash_vdi_attr in sheep/vdi.c), each as the fixed-size fields of the
+    struct the client sends. A plain set writes that first slot whatever
+    it holds (get_vdi_attr), so the client's markers are always there.
+    """
+    header = proto.pack_vdi_attr_obj(name, key, b'', 0)
+    plain = name.encode('utf-8') if not isinstance(name, bytes) else name
+    vid = cluster.fnv_64a(plain) & (proto.NR_VDIS - 1)
+    hval = cluster.fnv_64a(header[:512])          # name, tag
+    hval = cluster.fnv_64a(header[520:524], hval)  # snap_id
+    hval = cluster.fnv_64a(header[528:784], hval)  # key
+    return proto.attr_oid(vid, hval & 0xffffffff)
+
+
+def remove_markers(session, name):
+    """Remove the objects of name's markers; for a name sheep deleted.
+
+    Sheep never removes an attribute's object (deleting one zeroes its
+    name, deleting the VDI leaves them all), so each image would leave
+    its partial, complete and deleting objects in the stores for good.
+    Only an object whose key is the marker's is removed. Best effort:
+    what is left names a deleted VDI and counts for no other.
+    """
+    for key in (PARTIAL_KEY, COMPLETE_KEY, DELETING_KEY):
+        oid = marker_oid(name, key)
+        buf = bytearray(proto.ATTR_HEADER_SIZE)
+        try:
+            found = session.call_raw(connection.Request(
+                proto.OP_READ_OBJ, oid, 0, len(buf), memoryview(buf),
+                proto.FLAG_CMD_DIRECT))
+            if found.result != proto.SUCCESS:
+                continue
+            if proto.unpack_vdi_attr(buf)[2] != key.encode('ascii'):
+                continue
+            gone = session.call_raw(connection.Request(
+                proto.OP_REMOVE_OBJ, oid))
+            if gone.result not in (proto.SUCCESS, proto.NO_OBJ):
+                LOG.warning('Could not remove the %s object of deleted '
+                            'sheepdog image %s: %s', key, name,
+                            proto.result_text(gone.result))
+        except (exceptions.BackendException, proto.ProtocolError) as exc:
+            LOG.warning('Could not remove the %s object of deleted '
+                        'sheepdog image %s: %s', key, name, exc)
+            return
+
+
 def delete(session, name):
     """Delete the current VDI name as ``dog vdi delete`` does; confirm.
 
@@ -463,6 +513,7 @@ def delete(session, name):
     if check.result not in (proto.NO_VDI, proto.NO_TAG):
         raise connection.error_for(check.result, session.where(),
                                    'GET_VDI_INFO', name)
+    remove_markers(session, name)
 
 
 def _del_vdi_once(session, name, vdi):

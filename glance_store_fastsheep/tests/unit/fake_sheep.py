@@ -33,7 +33,6 @@ import socket
 import struct
 import threading
 import time
-import zlib
 
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import proto
@@ -603,6 +602,10 @@ class FakeSheep(object):
 
     def _remove_obj(self, req_id, opcode, length, oid, offset, snapid,
                     data, fields):
+        if oid & proto.VDI_ATTR_BIT and not oid & proto.VDI_BIT:
+            if self.attrs.pop(oid, None) is None:
+                return proto.pack_response(req_id, opcode, proto.NO_OBJ)
+            return proto.pack_response(req_id, opcode, proto.SUCCESS)
         if self.objects.pop(oid, None) is None:
             return proto.pack_response(req_id, opcode, proto.NO_OBJ)
         return proto.pack_response(req_id, opcode, proto.SUCCESS)
@@ -639,11 +642,25 @@ class FakeSheep(object):
             nr_nodes=len(self.members)) + body
 
     def attr_slot(self, name, key):
-        """The attribute oid of key on name: (name hash, slot hash)."""
+        """The attribute oid of key on name, placed as sheep places it.
+
+        sd_hash_vdi of the name, then hash_vdi_attr (FNV-1a 64 over the
+        256-byte name, the 256-byte tag, the 4-byte snapshot id and the
+        256-byte key, low 32 bits): the client removes a deleted image's
+        markers by computing the same object id.
+        """
         name = name.encode('utf-8') if not isinstance(name, bytes) else name
         key = key.encode('utf-8') if not isinstance(key, bytes) else key
-        return proto.attr_oid(zlib.crc32(name) & 0xffffff,
-                              zlib.crc32(name + b'/' + key) & 0xffffffff)
+
+        def fnv(data, hval=0xcbf29ce484222325):
+            for byte in bytearray(data):
+                hval = ((hval ^ byte) * 0x100000001b3) & ((1 << 64) - 1)
+            return hval
+
+        vid = fnv(name) & 0xffffff
+        hval = fnv(name.ljust(256, b'\0') + b'\0' * 256 + b'\0' * 4 +
+                   key.ljust(256, b'\0'))
+        return proto.attr_oid(vid, hval & 0xffffffff)
 
     def _vdi_attr(self, req_id, opcode, length, oid, offset, snapid, data,
                   fields):

@@ -405,8 +405,13 @@ class LookupDeleteTest(ClientTestCase):
         self.assertEqual(['img'], self.sheep.deleted)
         self.assertEqual({}, self.sheep.objects)
         opcodes = [r[0] for r in self.sheep.requests]
-        self.assertEqual(proto.OP_DEL_VDI, opcodes[-2])
-        self.assertEqual(proto.OP_GET_VDI_INFO, opcodes[-1])
+        # DEL_VDI, then its confirmation; after it only the markers'
+        # objects are read and removed (vdi.remove_markers).
+        last = len(opcodes) - 1 - opcodes[::-1].index(proto.OP_DEL_VDI)
+        self.assertEqual(proto.OP_GET_VDI_INFO, opcodes[last + 1])
+        self.assertEqual(set([proto.OP_READ_OBJ, proto.OP_REMOVE_OBJ]),
+                         set(opcodes[last + 2:]))
+        self.assertEqual({}, self.sheep.attrs)
         zeroing = [r for r in self.ops(proto.OP_WRITE_OBJ)]
         # Entries 0-2 in one run, 4 in another.
         self.assertEqual([(proto.INODE_DATA_INDEX_OFFSET, 12),

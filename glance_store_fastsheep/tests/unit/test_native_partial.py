@@ -131,9 +131,10 @@ class PartialTest(test_native_failover.FailoverTestCase):
 
     def test_marker_left_by_a_deleted_vdi_does_not_count(self):
         self.leave_partial(os.urandom(8 * OBJECT))
-        # An operator deletes it by hand (the attribute stays, as on
-        # sheep), then dog writes a complete image of the name.
-        self.client.delete('127.0.0.1', self.first.port, 'img')
+        # An operator deletes it by hand (dog vdi delete: the attribute
+        # stays, as on sheep), then dog writes a complete image of the
+        # name.
+        del self.first.images['img', 0]
         self.first.add_image('img', b'p' * OBJECT)
         self.assertIsNotNone(self.marker())
         self.assertRaises(exceptions.Duplicate, self.retry,

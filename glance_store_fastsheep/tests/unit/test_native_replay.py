@@ -213,3 +213,21 @@ class ReplayTest(test_native_failover.FailoverTestCase):
         self.assertEqual([write | proto.FLAG_CMD_CREAT,
                           write | proto.FLAG_CMD_CREAT,
                           write | proto.FLAG_CMD_DEL], flags)
+
+    def test_delete_removes_the_markers_objects(self):
+        # Sheep never removes an attribute's object: without the client
+        # removing them, every image would leave its marker objects in
+        # the stores after its delete.
+        self.write(os.urandom(2 * OBJECT))
+        self.assertTrue(self.first.attrs)
+        self.client.delete('127.0.0.1', self.first.port, 'img')
+        self.assertEqual({}, self.first.attrs)
+        # Another attribute in a marker's slot is left alone.
+        self.first.add_image('other', b'o' * OBJECT)
+        slot = self.first.attr_slot('img', vdi_ops.PARTIAL_KEY)
+        foreign = proto.pack_vdi_attr_obj('img', 'operator.note', b'x', 0)
+        self.first.attrs[slot] = foreign
+        self.first.add_image('img', b'i' * OBJECT)
+        self.client.delete('127.0.0.1', self.first.port, 'img')
+        self.assertEqual(foreign, self.first.attrs[slot])
+        self.assertNothingLeft()
