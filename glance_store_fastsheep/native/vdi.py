@@ -298,8 +298,8 @@ def mark_partial(session, name, vdi):
     _set_marker(session, name, vdi, PARTIAL_KEY)
 
 
-def clear_partial(session, name, vdi=None):
-    """Mark vdi (default: the current VDI name) complete, for good.
+def clear_partial(session, name, vdi):
+    """Mark vdi (the current VDI name) complete, for good.
 
     COMPLETE_KEY first, then PARTIAL_KEY deleted (NO_OBJ, no such
     attribute, is success: a resent delete whose first attempt deleted
@@ -307,8 +307,6 @@ def clear_partial(session, name, vdi=None):
     leaves the image complete: ``is_partial`` wants the partial marker
     and no complete one.
     """
-    if vdi is None:
-        vdi = look_up(session, name)
     _set_marker(session, name, vdi, COMPLETE_KEY)
     answer = _attr_request(session, name, PARTIAL_KEY, proto.FLAG_CMD_DEL)
     if answer.result not in (proto.SUCCESS, proto.NO_OBJ):

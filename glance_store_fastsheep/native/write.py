@@ -587,7 +587,7 @@ class Writer(object):
             vdi_ops.set_size(self.session, self.vdi, offset)
         # Only now is the image complete: from here on a later upload
         # of the same id meets Duplicate.
-        vdi_ops.clear_partial(self.session, self.name)
+        vdi_ops.clear_partial(self.session, self.name, self.vdi)
         return offset
 
     def clean_up(self):
