@@ -99,10 +99,9 @@ class Settings(object):
         self.stall_timeout = min(group.sheepdog_store_stall_timeout,
                                  self.transfer_timeout)
         self.failover_attempts = group.sheepdog_store_failover_attempts
-        # The cluster's members as a sheep last named them (native.cluster
-        # fills it in).
-        self.members = []
-        # The configured sheep first: uploads start there.
+        # The entry points: the configured sheep first (uploads start
+        # there). The members they name are the process's, per cluster
+        # (native.cluster.Membership), not these settings'.
         self.addresses = [(self.address, self.port)]
         for item in group.sheepdog_store_addresses:
             try:

@@ -14,17 +14,29 @@
 Sheepdog keeps every object on ``copies`` nodes and any sheep serves any
 request as a gateway, so the sheep a transfer talks to is only where it
 starts: a location's address, then the configured entry points
-(``sheepdog_store_addresses``), then the members the cluster itself
-names (``GET_NODE_LIST``). The members are asked for on a store's
-first operation (kept in ``settings.members``), at the start of every
-download (``route_reads``), and again on every failover, from the node
-the operation moved to, so that the list follows nodes joining and
-leaving: sheep's responses to a client carry no epoch.
+(``sheepdog_store_address`` and ``sheepdog_store_addresses``), then the
+members the cluster itself names (``GET_NODE_LIST``).
+
+Trust: the driver talks only to the entry points and to the members
+they named (``Membership``). A location's address is where to start
+only when it is one of those (``Membership.knows``, checked by the
+store before anything connects); nodes are compared by the addresses
+their names resolve to, so a host name and its IP address are one node.
+The members are asked for from an entry point only, never from a sheep
+a location or a failover led to: a sheep that is no entry point cannot
+change where later operations go. They are kept per cluster (one
+``Membership`` per set of entry points, shared by every operation and
+backend of the process), asked for on the first operation, and again
+whenever a reply carries an epoch newer than that of the list: sheep
+puts its current epoch in every response it sends a client
+(``rsp.epoch = sys->cinfo.epoch`` in ``tx_work``, sheep/request.c of
+0.9.5, 1.0.1 and master), and the epoch changes exactly when nodes
+join or leave.
 
 ``FailoverSession`` has a ``Session``'s interface. When its connection
 fails (``connection.ConnectionLost``: refused, reset, closed, or a
 request unanswered for the stall timeout) it connects to the next
-member and resends every request that was sent and not answered, each
+known node and resends every request that was sent and not answered, each
 under a new id into its own buffer: a reader's requests land in the
 buffers the reader yields from in order, a writer's unacknowledged
 object writes and inode updates are written again. Resending is safe
@@ -58,11 +70,13 @@ reason.
 
 import bisect
 
+from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
+from glance_store_fastsheep import nodes
 
 LOG = logging.getLogger(__name__)
 
@@ -73,11 +87,137 @@ def entry_points(settings, first=None):
     first (a location's node), then the configured entry points
     (``settings.addresses``, the configured sheep first).
     """
-    nodes = []
+    found = []
     for node in [first] + list(settings.addresses):
-        if node is not None and node not in nodes:
-            nodes.append(node)
-    return nodes
+        if node is not None and node not in found:
+            found.append(node)
+    return found
+
+
+class Membership(object):
+    """The entry points of one cluster and the members they named.
+
+    One per set of entry points and process (``membership``): every
+    operation and every backend configured with them shares what was
+    learned. ``members`` is replaced whole, never changed in place, so
+    that an operation reading it meanwhile sees one list or the other.
+    """
+
+    def __init__(self, entry_points):
+        self.entry_points = tuple(entry_points)
+        # [proto.Node] an entry point last named, and the epoch of that
+        # answer (None: never asked).
+        self.members = ()
+        self.epoch = None
+        # The newest epoch a refresh was started for: a sheep whose
+        # epoch runs ahead of the entry points' costs one refresh per
+        # epoch, not one per reply.
+        self.asked = -1
+
+    def is_entry_point(self, node, cache=None):
+        return any(nodes.same_node(node, entry, cache)
+                   for entry in self.entry_points)
+
+    def knows(self, node, cache=None):
+        """Whether node is an entry point or a member they named."""
+        return self.is_entry_point(node, cache) or any(
+            nodes.same_node(node, member, cache)
+            for member in self.members)
+
+    def stale(self, epoch):
+        """Whether a reply of epoch calls for asking the members again."""
+        if self.epoch is None or epoch <= max(self.epoch, self.asked):
+            return False
+        self.asked = epoch
+        return True
+
+    def learn(self, session):
+        """Ask session's sheep, an entry point, for the members.
+
+        Returns the internal protocol version the sheep accepted (None
+        when it accepted none). Best effort: a sheep that refuses the
+        request, or a fake that does not know it, leaves the members as
+        they were. A lost connection is the caller's (ConnectionLost
+        propagates).
+        """
+        buf = bytearray(proto.NODE_LIST_BUFFER)
+        for version in sorted(proto.SHEEP_VERSIONS, reverse=True):
+            request = connection.Request(
+                proto.OP_GET_NODE_LIST, view=memoryview(buf),
+                header_data=lambda req_id, v=version:
+                    proto.pack_node_list(req_id, v))
+            try:
+                answer = session.call_raw(request, retry=False)
+            except connection.ConnectionLost:
+                raise
+            except Exception as exc:
+                LOG.debug('No node list from %s: %s', session.where(), exc)
+                return None
+            if answer.result == proto.VER_MISMATCH:
+                continue
+            if answer.result != proto.SUCCESS:
+                LOG.debug('No node list from %s: %s', session.where(),
+                          proto.result_text(answer.result))
+                return version
+            try:
+                members = proto.unpack_node_list(
+                    buf[:answer.response.data_length],
+                    answer.response.nr_nodes)
+            except proto.ProtocolError as exc:
+                LOG.debug('No node list from %s: %s', session.where(), exc)
+                return version
+            self.members = tuple(members)
+            self.epoch = answer.response.epoch
+            self.asked = max(self.asked, self.epoch)
+            return version
+        return None
+
+    def refresh(self, settings, name, skip=()):
+        """Ask the entry points in turn for the members.
+
+        On a connection of this call's own: an operation's may have
+        requests in flight. skip: nodes the caller saw fail. Best
+        effort: the members stay as they were when no entry point
+        answers.
+        """
+        for node in self.entry_points:
+            if node in skip:
+                continue
+            try:
+                session = connection.Session(
+                    node[0], node[1], name, settings.command_timeout,
+                    settings.transfer_timeout, settings.stall_timeout)
+            except connection.Unreachable as exc:
+                LOG.debug('No node list from %s: %s', _text(node), exc)
+                continue
+            try:
+                self.learn(session)
+            except connection.ConnectionLost as exc:
+                LOG.debug('No node list from %s: %s', _text(node), exc)
+                continue
+            finally:
+                session.close()
+            if self.epoch is not None:
+                return
+
+
+# One Membership per set of entry points: the process's knowledge of
+# each cluster it is configured for (not the Settings', which are
+# rebuilt on every configure).
+MEMBERSHIPS = {}
+
+
+def membership(settings):
+    """The Membership of the cluster settings' entry points name."""
+    key = tuple(settings.addresses)
+    found = MEMBERSHIPS.get(key)
+    if found is None:
+        found = MEMBERSHIPS.setdefault(key, Membership(key))
+    return found
+
+
+class Refused(exceptions.BackendException):
+    """A location names a sheep this store does not trust."""
 
 
 class Cluster(object):
@@ -85,14 +225,42 @@ class Cluster(object):
 
     def __init__(self, settings, first=None):
         self.settings = settings
-        self.nodes = entry_points(settings, first)
-        for node in settings.members:
-            if node not in self.nodes:
-                self.nodes.append(node)
+        self.membership = membership(settings)
+        # Host names resolved once per operation.
+        self.resolved = {}
         self.failed = set()
         # SD_SHEEP_PROTO_VER of the cluster once a sheep accepted an
         # internal request (learn, vdi's attribute requests).
         self.sheep_version = None
+        if first is not None and not self.admits(first):
+            raise Refused(
+                'sheep at %s is neither an entry point of this store '
+                '(sheepdog_store_address, sheepdog_store_addresses) nor a '
+                'member they name: not connecting to it' % _text(first))
+        self.nodes = []
+        for node in entry_points(settings, first) + list(
+                self.membership.members):
+            self._add(node)
+
+    def admits(self, node):
+        """Whether this driver may connect to node.
+
+        Only an entry point or a member the entry points named. Before
+        the members were ever learned, the entry points (they alone) are
+        asked first; a node neither names is refused without any
+        connection to it.
+        """
+        if self.membership.knows(node, self.resolved):
+            return True
+        if self.membership.epoch is None:
+            self.membership.refresh(self.settings, 'the member list')
+            return self.membership.knows(node, self.resolved)
+        return False
+
+    def _add(self, node):
+        if not any(nodes.same_node(node, known, self.resolved)
+                   for known in self.nodes):
+            self.nodes.append(node)
 
     def open(self, node, name):
         """A Session to node (Unreachable when it refuses)."""
@@ -128,45 +296,36 @@ class Cluster(object):
                 name, '; '.join(str(exc) for exc in errors)))
 
     def learn(self, session):
-        """Add the members session's sheep names to the nodes to try.
+        """Learn the members from session's sheep if it is an entry point.
 
-        Best effort: a sheep that refuses the request, or a fake that
-        does not know it, leaves the list as it was. A lost connection
-        is the caller's (ConnectionLost propagates).
+        Any other sheep (a member, or where a location pointed) is never
+        asked: what it would name is not trusted. With nothing in flight
+        on session, the entry point is asked there; the members it names
+        join the nodes to try. A lost connection is the caller's
+        (ConnectionLost propagates).
         """
-        buf = bytearray(proto.NODE_LIST_BUFFER)
-        for version in sorted(proto.SHEEP_VERSIONS, reverse=True):
-            request = connection.Request(
-                proto.OP_GET_NODE_LIST, view=memoryview(buf),
-                header_data=lambda req_id, v=version:
-                    proto.pack_node_list(req_id, v))
-            try:
-                answer = session.call_raw(request, retry=False)
-            except connection.ConnectionLost:
-                raise
-            except Exception as exc:
-                LOG.debug('No node list from %s: %s', session.where(), exc)
-                return
-            if answer.result == proto.VER_MISMATCH:
-                continue
-            self.sheep_version = version
-            if answer.result != proto.SUCCESS:
-                LOG.debug('No node list from %s: %s', session.where(),
-                          proto.result_text(answer.result))
-                return
-            try:
-                members = proto.unpack_node_list(
-                    buf[:answer.response.data_length],
-                    answer.response.nr_nodes)
-            except proto.ProtocolError as exc:
-                LOG.debug('No node list from %s: %s', session.where(), exc)
-                return
-            for node in members:
-                if node not in self.nodes:
-                    self.nodes.append(node)
-            # Replaced whole: other operations read it meanwhile.
-            self.settings.members = members
+        if not self.membership.is_entry_point(session.node, self.resolved):
             return
+        version = self.membership.learn(session)
+        if version is not None:
+            self.sheep_version = version
+        self._add_members()
+
+    def refresh(self, name, skip=None):
+        """Ask an entry point for the members on a connection of its own.
+
+        skip: the nodes not to ask (by default those that failed this
+        operation). Returns whether nodes to try were added.
+        """
+        known = len(self.nodes)
+        self.membership.refresh(self.settings, name,
+                                self.failed if skip is None else skip)
+        self._add_members()
+        return len(self.nodes) > known
+
+    def _add_members(self):
+        for node in self.membership.members:
+            self._add(node)
 
 
 def _text(node):
@@ -293,17 +452,23 @@ class FailoverSession(connection.Calls):
         # id(request) -> the Session the request was last sent on.
         self._carriers = {}
         self.session = self.cluster.connect(name)
-        # Whether this session asked for the members (route_reads asks
-        # once when another operation did).
-        self._learned = not settings.members
-        if self._learned:
+        if self.cluster.membership.epoch is None:
             self._learn()
 
     def _learn(self):
-        try:
-            self.cluster.learn(self.session)
-        except connection.ConnectionLost as exc:
-            self._fail_over(exc)
+        """Learn the members, from an entry point only.
+
+        From the gateway if it is one (nothing is in flight on it yet),
+        else from an entry point on a connection of their own.
+        """
+        if self.cluster.membership.is_entry_point(self.session.node,
+                                                  self.cluster.resolved):
+            try:
+                self.cluster.learn(self.session)
+            except connection.ConnectionLost as exc:
+                self._fail_over(exc)
+        else:
+            self.cluster.refresh(self.name)
 
     # The Session attributes callers read.
     @property
@@ -342,20 +507,15 @@ class FailoverSession(connection.Calls):
         node holds a strip and only a gateway rebuilds the data. Without
         a known placement, or copies (0), this does nothing.
 
-        The members are asked for again first, once per session: nodes
-        join and leave between transfers, and sheep tells a client of a
-        new epoch only by failing its requests (a response to a client
-        carries no epoch: sheep/request.c sets it for peers' requests).
+        The ring is the members' as last learned: a reply whose epoch
+        is newer than theirs made ``receive_one`` ask for them again.
         """
-        if not self._learned:
-            self._learned = True
-            self._learn()
         self._refresh_ring()
         if self.ring is not None and copies:
             self._routed[vid] = (copies, data)
 
     def _refresh_ring(self):
-        members = self.settings.members
+        members = self.cluster.membership.members
         if members is not self._members:
             self._members = members
             self.ring = Ring.of(members)
@@ -479,9 +639,20 @@ class FailoverSession(connection.Calls):
         try:
             new = self.cluster.connect(self.name)
         except connection.Unreachable as unreachable:
-            LOG.error('No other sheep to fail over to for sheepdog '
-                      'image %s: %s', self.name, unreachable)
-            raise exc
+            # No node left that this operation knows: members may have
+            # joined since they were learned, with no reply to tell yet.
+            # The entry points are asked, failed ones included (a reset
+            # is not a death), once per failover.
+            new = None
+            if self.cluster.refresh(self.name, skip=()):
+                try:
+                    new = self.cluster.connect(self.name)
+                except connection.Unreachable as again:
+                    unreachable = again
+            if new is None:
+                LOG.error('No other sheep to fail over to for sheepdog '
+                          'image %s: %s', self.name, unreachable)
+                raise exc
         self.session = new
         # A holder the gateway moved to is one connection, not two.
         route = self.routes.pop(new.node, None)
@@ -509,14 +680,26 @@ class FailoverSession(connection.Calls):
     def receive_one(self, waiting=None):
         """One response from the connection waiting travels on.
 
-        Without waiting: the gateway's (writes, drains).
+        Without waiting: the gateway's (writes, drains). A reply of a
+        newer epoch than the members' (nodes joined or left) has them
+        asked for again, from an entry point, before it is returned.
         """
         while True:
             session = self._carrier(waiting)
             try:
-                return session.receive_one()
+                answered = session.receive_one()
             except connection.ConnectionLost as exc:
                 self._lost(session, exc)
+                continue
+            response = answered.response
+            if response is not None and self.cluster.membership.stale(
+                    response.epoch):
+                LOG.info('Sheepdog epoch %d answered by %s: asking the '
+                         'entry points for the members again',
+                         response.epoch, session.where())
+                self.cluster.refresh(self.name)
+                self._refresh_ring()
+            return answered
 
     def settle(self, request):
         # A retryable result is resent on the session that answered; if

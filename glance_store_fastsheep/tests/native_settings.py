@@ -33,12 +33,31 @@ class Settings(object):
     transfer_timeout = 5.0
     write_concurrency = 4
     write_budget = 16
-    # No other entry point; a stall is bounded by transfer_timeout.
-    addresses = ()
-    members = ()
+    serve_any_name = True
+    port = None
+    _addresses = None
     stall_timeout = None
     failover_attempts = 4
     client = client.NATIVE
+
+    def __init__(self, port=None):
+        if port is not None:
+            self.port = port
+
+    @property
+    def addresses(self):
+        """The entry points: the sheep at address:port alone unless set.
+
+        The client connects to no other sheep than these and the members
+        they name; with one, a stall is bounded by transfer_timeout.
+        """
+        if self._addresses is None:
+            return [(self.address, self.port)] if self.port else []
+        return self._addresses
+
+    @addresses.setter
+    def addresses(self, value):
+        self._addresses = value
 
 
 class RealClusterSettings(Settings):

@@ -115,8 +115,9 @@ class FailoverTest(real_base.NativeThreeNodes, base.FunctionalTestCase):
         session = cluster.FailoverSession(settings, 'img')
         self.addCleanup(session.close)
         vdi = vdi_ops.look_up(session, 'img')
-        ring = cluster.Ring.of(settings.members)
-        self.assertIsNotNone(ring, settings.members)
+        members = cluster.membership(settings).members
+        ring = cluster.Ring.of(members)
+        self.assertIsNotNone(ring, members)
         index = dict((node.port, node.index) for node in self.sheep.nodes)
         oids = [proto.vdi_oid(vdi.vid)] + [
             proto.data_oid(vdi.vid, number) for number in range(10)]

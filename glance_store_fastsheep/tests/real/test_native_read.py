@@ -74,8 +74,8 @@ class ConformanceTest(NativeTestCase):
         if length is None:
             length = self.cluster.vdi_size(name) - offset
         return b''.join(native_read.read_range(
-            Settings(), self.cluster.address, self.cluster.port, name, offset,
-            length, **kwargs))
+            Settings(self.cluster.port), self.cluster.address,
+            self.cluster.port, name, offset, length, **kwargs))
 
     def dog_read(self, name, *args):
         return self.cluster.check_dog('vdi', 'read', name, *args)
@@ -168,8 +168,8 @@ class FaultTest(NativeTestCase):
         """Read, kill node after the first piece; (bytes, error, seconds)."""
         got = []
         reader = native_read.read_range(
-            Settings(), self.cluster.address, self.cluster.port, 'victim', 0,
-            self.SIZE)
+            Settings(self.cluster.port), self.cluster.address,
+            self.cluster.port, 'victim', 0, self.SIZE)
         got.append(next(reader))
         self.cluster.kill_node(node)
         started = time.time()
@@ -210,5 +210,6 @@ class FaultTest(NativeTestCase):
         self.cluster.stop()
         self.assertRaises(exceptions.BackendException, list,
                           native_read.read_range(
-                              Settings(), self.cluster.address,
+                              Settings(self.cluster.port),
+                              self.cluster.address,
                               self.cluster.port, 'victim', 0, self.SIZE))

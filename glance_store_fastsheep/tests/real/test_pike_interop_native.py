@@ -55,7 +55,8 @@ class PikeWrittenTest(test_native_read.NativeTestCase):
             data = os.urandom(size)
             pike.add(name, io.BytesIO(data), len(data))
             native = b''.join(native_read.read_range(
-                test_native_read.Settings(), self.cluster.address,
+                test_native_read.Settings(self.cluster.port),
+                self.cluster.address,
                 self.cluster.port, name, 0, size))
             self.assertTrue(data == native, 'native bytes differ')
             self.assertTrue(self.cluster.check_dog('vdi', 'read', name)

@@ -98,7 +98,7 @@ class FakeSheep(object):
     same images and objects, and GET_NODE_LIST names every member.
     """
 
-    def __init__(self, peer=None):
+    def __init__(self, peer=None, port=0):
         if peer is None:
             self.images = {}  # (name, snapid) -> Image
             self.by_vid = {}
@@ -149,13 +149,24 @@ class FakeSheep(object):
         self.reads = 0
         self.requests = []  # (opcode, oid, offset, length)
         self.closed_connections = 0
+        # (address, port) GET_NODE_LIST names instead of the members: a
+        # sheep that lies about its cluster.
+        self.node_list = None
         self.connections = []
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(('127.0.0.1', 0))
+        # port: one the test reserved (a sheep that comes back).
+        self.listener.bind(('127.0.0.1', port))
         self.listener.listen(8)
         self.port = self.listener.getsockname()[1]
         self._shared['members'].append(('127.0.0.1', self.port))
+        # A node joined: the cluster's epoch moves on.
+        self.epoch += 1
+        # The port may be an earlier test's: what the process learned of
+        # that cluster (cluster.MEMBERSHIPS) is not this one's.
+        for key in list(cluster.MEMBERSHIPS):
+            if any(node[1] == self.port for node in key):
+                del cluster.MEMBERSHIPS[key]
         # GET_NODE_LIST entries: 80 bytes, or 592 (disk vnodes).
         self.node_size = proto.NODE_SIZES[0]
         self._stop = False
@@ -172,6 +183,19 @@ class FakeSheep(object):
     @next_vid.setter
     def next_vid(self, value):
         self._shared['next_vid'] = value
+
+    @property
+    def epoch(self):
+        """The epoch every response carries (sheep: sys->cinfo.epoch).
+
+        The cluster's: 1 with the first sheep, one more per member that
+        joins, as sheep counts membership changes.
+        """
+        return self._shared.get('epoch', 0)
+
+    @epoch.setter
+    def epoch(self, value):
+        self._shared['epoch'] = value
 
     @property
     def members(self):
@@ -192,7 +216,7 @@ class FakeSheep(object):
     def holders(self, oid):
         """The ports holding oid's copies (cluster.Ring of the members)."""
         nodes = proto.unpack_node_list(self._node_entries(),
-                                       len(self.members))
+                                       len(self._named()))
         ring = cluster.Ring.of(nodes)
         image = self.by_vid.get(proto.oid_vid(oid))
         if ring is None or image is None:
@@ -270,7 +294,8 @@ class FakeSheep(object):
             except (socket.error, ValueError):
                 return
             self.connections.append(conn)
-            thread = threading.Thread(target=self._serve, args=(conn,))
+            thread = threading.Thread(target=self._serve,
+                                      args=(_Stamped(conn, self),))
             thread.daemon = True
             thread.start()
             self._threads.append(thread)
@@ -639,7 +664,7 @@ class FakeSheep(object):
         return proto.pack_response(
             req_id, opcode, proto.SUCCESS, len(body),
             proto_ver=self.sheep_version,
-            nr_nodes=len(self.members)) + body
+            nr_nodes=len(self._named())) + body
 
     def attr_slot(self, name, key):
         """The attribute oid of key on name, placed as sheep places it.
@@ -697,11 +722,14 @@ class FakeSheep(object):
                                    attr_id=slot & 0xffffffff,
                                    proto_ver=self.sheep_version)
 
+    def _named(self):
+        return self.members if self.node_list is None else self.node_list
+
     def _node_entries(self):
         placement = self._shared['placement']
         return b''.join(proto.pack_node(address, port, self.node_size,
                                         *placement.get(port, (0, 0)))
-                        for address, port in self.members)
+                        for address, port in self._named())
 
     def _cluster_default(self, req_id, opcode, length, oid, offset, snapid,
                          data, fields):
@@ -721,3 +749,23 @@ class FakeSheep(object):
         proto.OP_DEL_VDI: _del_vdi,
         proto.OP_STAT_CLUSTER: _stat_cluster,
     }
+
+
+class _Stamped(object):
+    """A connection whose every response header carries sheep's epoch.
+
+    Every ``sendall`` of FakeSheep starts with a response header.
+    """
+
+    def __init__(self, conn, sheep):
+        self._conn = conn
+        self._sheep = sheep
+
+    def sendall(self, data):
+        if self._sheep.epoch:
+            data = (data[:4] + struct.pack('<I', self._sheep.epoch) +
+                    data[8:])
+        self._conn.sendall(data)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)

@@ -49,7 +49,6 @@ class Settings(native_settings.Settings):
         self.port = port
         self.addresses = [('127.0.0.1', port)] + [
             ('127.0.0.1', other) for other in others]
-        self.members = []
 
 
 class FailoverTestCase(base.BaseTestCase):
@@ -118,19 +117,27 @@ class ReadFailoverTest(FailoverTestCase):
         settings = Settings(self.first.port)
         self.assertEqual(self.data, self.read(settings))
         self.assertFailedOver(self.first, self.second)
-        self.assertIn(('127.0.0.1', self.second.port), settings.members)
+        self.assertIn(('127.0.0.1', self.second.port),
+                      cluster.membership(settings).members)
         self.assertNothingLeft()
 
-    def test_each_download_asks_for_the_members_again(self):
+    def test_a_newer_epoch_has_the_members_asked_for_again(self):
         # The members another operation learned go stale as nodes join;
-        # a download asks for them again at its start.
+        # sheep's replies carry its epoch, and a download that sees a
+        # newer one asks the entry points for the members again.
+        # (Until 14671fe every download asked, the epoch unused.)
         settings = Settings(self.first.port)
         self.assertEqual(self.data, self.read(settings))
         second = ('127.0.0.1', self.second.port)
-        settings.members = [node for node in settings.members
-                            if node != second]
+        known = cluster.membership(settings)
+        known.members = tuple(node for node in known.members
+                              if node != second)
         self.assertEqual(self.data, self.read(settings))
-        self.assertIn(second, settings.members)
+        self.assertNotIn(second, known.members)
+        self.first.epoch += 1
+        self.assertEqual(self.data, self.read(settings))
+        self.assertIn(second, known.members)
+        self.assertEqual(self.first.epoch, known.epoch)
         self.assertNothingLeft()
 
     def test_response_cut_mid_data_is_read_again_elsewhere(self):

@@ -90,7 +90,7 @@ class NativeReadTestCase(FdsClosedMixin, base.BaseTestCase):
         super(NativeReadTestCase, self).setUp()
         self.sheep = fake_sheep.FakeSheep()
         self.addCleanup(self.sheep.close)
-        self.settings = Settings()
+        self.settings = Settings(self.sheep.port)
         self.count_fds()
 
     def read(self, name, offset, length, **kwargs):
@@ -405,7 +405,7 @@ def green_read():
         sockets.append(type(self.sock))
 
     connection.Session.__init__ = session
-    got = b''.join(native_read.read_range(Settings(), '127.0.0.1',
+    got = b''.join(native_read.read_range(Settings(sheep.port), '127.0.0.1',
                                           sheep.port, 'img', 0, len(data)))
     ticks = ticker.stop()
     sheep.close()
