@@ -29,6 +29,8 @@ from glance_store import exceptions
 from oslo_utils import importutils
 import six
 
+from glance_store_fastsheep import nodes
+
 NATIVE = 'native'
 DOG = 'dog'
 CLIENTS = (NATIVE, DOG)
@@ -54,6 +56,18 @@ class Client(object):
 
         Raises ``ClientError`` with a message meant for the operator.
         """
+
+    def admits(self, address, port):
+        """Whether a location naming address:port may be served.
+
+        Decided before anything connects to it: here, only the
+        configured entry points (``settings.addresses``), compared by
+        resolved address. The native client also admits the members
+        they name.
+        """
+        from_location = (address, port)
+        return any(nodes.same_node(from_location, entry)
+                   for entry in self.settings.addresses)
 
     @abc.abstractmethod
     def lookup(self, address, port, name):

@@ -408,8 +408,15 @@ location's for reads, size lookups and deletes, the configured
 moves the operation to another: these entry points in the order given,
 then the members the cluster itself names. List a few sheep on
 different hosts, so that one is reachable when the configured one is
-not; the members learned from the cluster cover the rest. The ``dog``
-client does not use them.
+not; the members learned from the cluster cover the rest.
+
+The entry points are also the trust boundary: the store connects only
+to them and to the members they name, and refuses, without connecting,
+a location naming any other address (a host name and its IP address
+are one node). A cloud whose locations name addresses the cluster had
+before a migration lists those old addresses here. The ``dog`` client
+does not fail over; it serves a location only when it names
+``sheepdog_store_address`` or one of these entry points.
 
 Possible values:
     * A comma-separated list of ``host:port`` items (IPv6 in brackets:
@@ -419,6 +426,31 @@ Related options:
     * sheepdog_store_address
     * sheepdog_store_port
     * sheepdog_store_failover_attempts
+    * sheepdog_store_serve_any_name
+"""),
+    cfg.BoolOpt('sheepdog_store_serve_any_name',
+                default=False,
+                help="""
+Whether a location may name any VDI of the cluster.
+
+By default reads, size lookups and deletes serve only a VDI named like
+a glance image: the image id where glance passes one, else a UUID. A
+location naming any other VDI (a Cinder ``volume-<uuid>``, a VM disk)
+is refused before anything connects, so that whoever may add a
+location to an image can neither read nor, by deleting the image,
+delete a VDI glance did not write. Uploads always name the VDI after
+the image id.
+
+Keep it off unless images were stored under other names (a location
+added by hand for a VDI written by ``dog``) and only trusted users may
+add locations (see the security page of the documentation).
+
+Possible values:
+    * False: serve only VDIs named like a glance image
+    * True: serve any VDI a location names
+
+Related options:
+    * sheepdog_store_addresses
 """),
     cfg.FloatOpt('sheepdog_store_stall_timeout',
                  min=0.5,

@@ -110,6 +110,7 @@ class Settings(object):
                 raise ConfigError('sheepdog_store_addresses: %s' % exc)
             if node not in self.addresses:
                 self.addresses.append(node)
+        self.serve_any_name = group.sheepdog_store_serve_any_name
         # Read through oslo.config, which also answers from the
         # deprecated sheepdog_store_reader.
         self.client = group.sheepdog_store_client

@@ -22,6 +22,8 @@ the installed glance_store has.
 """
 
 import hashlib
+import re
+import unicodedata
 
 from glance_store import capabilities
 from glance_store.common import utils
@@ -32,6 +34,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_utils import timeutils
 from oslo_utils import units
+import six
 
 from glance_store_fastsheep import client as client_mod
 from glance_store_fastsheep.dog import command as dog_command
@@ -70,6 +73,37 @@ def _hasher(algo):
     return hashlib.new(str(algo))
 
 
+# How glance names an image: its id, a UUID (glance's image schema
+# accepts either case).
+IMAGE_ID = re.compile(r'^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$')
+# Most characters of a URI a message repeats.
+URI_SHOWN = 200
+
+
+def escaped(text, limit=URI_SHOWN):
+    """text as a message may repeat it: one line, at most limit long.
+
+    Control characters and line or paragraph separators are escaped,
+    the rest cut at limit characters. A location is whatever its author
+    typed: a raw newline in a log line would forge the next one.
+    """
+    if not isinstance(text, six.text_type):
+        text = text.decode('utf-8', 'replace')
+    out = []
+    for char in text[:limit]:
+        if char == '\\':
+            out.append('\\\\')
+        elif unicodedata.category(char) in ('Cc', 'Cf', 'Zl', 'Zp'):
+            code = ord(char)
+            out.append('\\x%02x' % code if code < 0x100
+                       else '\\u%04x' % code)
+        else:
+            out.append(char)
+    if len(text) > limit:
+        out.append('...')
+    return ''.join(out)
+
+
 class StoreLocation(location.StoreLocation):
     """``sheepdog://ADDRESS:PORT:IMAGE``, exactly as the Pike driver wrote it.
 
@@ -94,7 +128,8 @@ class StoreLocation(location.StoreLocation):
                 break
         else:
             raise exceptions.BadStoreUri(
-                message='URI must start with sheepdog://')
+                message='URI must start with sheepdog:// (got %s)'
+                % escaped(uri))
         pieces = rest.rsplit(':', 2)
         try:
             if len(pieces) == 3:
@@ -114,7 +149,8 @@ class StoreLocation(location.StoreLocation):
                 raise ValueError('expected ADDRESS:PORT:IMAGE')
         except ValueError as exc:
             raise exceptions.BadStoreUri(
-                message='bad sheepdog location %s: %s' % (uri, exc))
+                message='bad sheepdog location %s: %s'
+                % (escaped(uri), escaped(six.text_type(exc))))
 
 
 class Store(driver.Store):
@@ -227,6 +263,42 @@ class Store(driver.Store):
                  current.pipe_size, current.chunk_size // units.Mi,
                  current.write_concurrency)
 
+    def _served(self, location, refused):
+        """location's store location, once this store may serve it.
+
+        Refused (raised as refused, the glance_store exception the
+        caller's glance path handles best) without any connection to the
+        location's sheep: a VDI not named like a glance image, unless
+        ``sheepdog_store_serve_any_name``; a sheep that is neither an
+        entry point nor a member the entry points named.
+        """
+        loc = location.store_location
+        current = self.settings
+        if not current.serve_any_name:
+            image_id = getattr(location, 'image_id', None)
+            if image_id and loc.image != image_id:
+                reason = ('it names VDI %s, not the image\'s own %s'
+                          % (escaped(loc.image), escaped(image_id)))
+                raise refused(message=self._refusal(loc, reason))
+            if not image_id and not IMAGE_ID.match(loc.image):
+                reason = ('VDI %s is not named like a glance image (a '
+                          'UUID); sheepdog_store_serve_any_name = True '
+                          'serves any name' % escaped(loc.image))
+                raise refused(message=self._refusal(loc, reason))
+        if not self.client.admits(loc.addr, loc.port):
+            reason = ('sheep %s:%d is neither an entry point of this store '
+                      '(sheepdog_store_address, sheepdog_store_addresses) '
+                      'nor a member they name' % (escaped(loc.addr),
+                                                  loc.port))
+            raise refused(message=self._refusal(loc, reason))
+        return loc
+
+    def _refusal(self, loc, reason):
+        message = 'fastsheep store refuses location %s: %s' % (
+            escaped(loc.get_uri()), reason)
+        LOG.warning('%s', message)
+        return message
+
     def _location(self, name, address, port):
         specs = {'image': name, 'addr': address, 'port': port}
         if self.backend_group:
@@ -236,8 +308,12 @@ class Store(driver.Store):
 
     @capabilities.check
     def get(self, location, offset=0, chunk_size=None, context=None):
-        """Return (iterable of bytes, number of bytes it will yield)."""
-        loc = location.store_location
+        """Return (iterable of bytes, number of bytes it will yield).
+
+        A location this store does not serve: StoreGetNotSupported,
+        which glance answers with 400 and the reason.
+        """
+        loc = self._served(location, exceptions.StoreGetNotSupported)
         size = self.client.size(loc.addr, loc.port, loc.image)
         offset = offset or 0
         if offset < 0 or offset > size:
@@ -251,13 +327,23 @@ class Store(driver.Store):
                                  length), length)
 
     def get_size(self, location, context=None):
-        loc = location.store_location
+        """The image's size.
+
+        A location this store does not serve: BadStoreUri, which glance
+        answers, when a location is added, with "Invalid location".
+        """
+        loc = self._served(location, exceptions.BadStoreUri)
         return self.client.size(loc.addr, loc.port, loc.image)
 
     @capabilities.check
     def delete(self, location, context=None):
-        """Delete the VDI; NotFound when missing."""
-        loc = location.store_location
+        """Delete the VDI; NotFound when missing.
+
+        A location this store does not serve: StoreDeleteNotSupported,
+        on which glance deletes the image record with a warning and
+        leaves the VDI alone.
+        """
+        loc = self._served(location, exceptions.StoreDeleteNotSupported)
         self.client.delete(loc.addr, loc.port, loc.image)
         LOG.info('Deleted sheepdog image %s at %s:%d', loc.image, loc.addr,
                  loc.port)

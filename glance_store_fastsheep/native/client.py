@@ -16,8 +16,10 @@ few requests on one TCP connection, which starts at the location's
 sheep (reads, lookups, deletes) or the configured one (writes) and
 moves to another member of the cluster if that sheep fails (``cluster``);
 a download also reads each object from a node holding a copy of it, on
-a connection of that node's. The configure-time check asks the
-configured sheep alone. See ``vdi``,
+a connection of that node's. A location's sheep is used only when it is
+an entry point or a member the entry points named (``admits``; the
+store asks before anything connects to it). The configure-time check
+asks the configured sheep alone. See ``vdi``,
 ``read`` and ``write`` for what is sent.
 """
 
@@ -45,6 +47,17 @@ class NativeClient(client.Client):
         The location's sheep is where to start, not the only one to try.
         """
         return cluster.FailoverSession(self.settings, name, (address, port))
+
+    def admits(self, address, port):
+        """An entry point, or a member the entry points named.
+
+        The first time, the members are asked for from the entry points
+        (never from address:port itself).
+        """
+        try:
+            return cluster.Cluster(self.settings).admits((address, port))
+        except connection.ConnectionLost:
+            return False
 
     def check(self):
         """The configured sheep speaks our protocol; its cluster runs.

@@ -62,7 +62,9 @@ class NativeTestCase(real_base.RealCluster, base.BaseTestCase):
         for name, value in (
                 ('sheepdog_store_port', self.cluster.port),
                 ('sheepdog_store_command', self.cluster.dog_path),
-                ('sheepdog_store_client', 'native')):
+                ('sheepdog_store_client', 'native'),
+                # The VDIs here have short names ('fastsheep-up').
+                ('sheepdog_store_serve_any_name', True)):
             conf.set_override(name, value, group='glance_store')
         return conf
 

@@ -128,6 +128,9 @@ def make_conf(**overrides):
     overrides.setdefault('sheepdog_store_chunk_size', 4)
     overrides.setdefault('sheepdog_store_client', 'dog')
     overrides.setdefault('sheepdog_store_port', ports.refused_port())
+    # The tests' VDIs have short names ('img'); test_store_trust checks
+    # the default, which serves only names like a glance image's.
+    overrides.setdefault('sheepdog_store_serve_any_name', True)
     for name, value in overrides.items():
         conf.set_override(name, value, group='glance_store')
     return conf

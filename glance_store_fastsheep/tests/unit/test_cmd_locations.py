@@ -93,10 +93,19 @@ class LocationsTest(oslo_base.BaseTestCase):
         return self.write('new.conf', '\n'.join(lines))
 
     def new_conf(self):
-        """The multi-store config matching pike_conf, option for option."""
+        """The multi-store config matching pike_conf, option for option.
+
+        With the other glance-api hosts' sheep as entry points, as
+        doc/source/migration.rst has the operator list them (the dog
+        client learns no members), and any VDI name served: the fake
+        images have short names.
+        """
         return self.multi_conf(
             [('fast', 'fastsheep'), ('fs', 'file'), ('web', 'http')],
-            [('fast', [('sheepdog_store_address', '127.0.0.11')]),
+            [('fast', [('sheepdog_store_address', '127.0.0.11'),
+                       ('sheepdog_store_addresses',
+                        '127.0.0.12:7000,127.0.0.13:7000'),
+                       ('sheepdog_store_serve_any_name', 'true')]),
              ('fs', [('filesystem_store_datadir', self.datadir)])],
             'fast')
 

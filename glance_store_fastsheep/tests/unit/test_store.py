@@ -31,6 +31,10 @@ MIB = 1024 * 1024
 READ = 64 * KIB  # base.StoreTestCase's read size
 
 
+# A glance image id: what a location serves by default.
+IMAGE_ID = '6c1a0e38-3f5b-4a43-9d0e-0c0a2b4d7f11'
+
+
 def add(sd, name, data, size=None, algo=None, verifier=None):
     """Store.add with the calling convention of the installed version."""
     size = len(data) if size is None else size
@@ -409,7 +413,9 @@ class MultiStoreTest(base.StoreTestCase):
         self.assertEqual(8 * MIB, sd.settings.chunk_size)
         self.assertEqual(4096, sd.READ_CHUNKSIZE)
         data = os.urandom(100 * KIB)
-        result = sd.add('img', io.BytesIO(data), len(data), 'sha256')
+        # Named like a glance image: this backend group leaves
+        # sheepdog_store_serve_any_name at its default.
+        result = sd.add(IMAGE_ID, io.BytesIO(data), len(data), 'sha256')
         self.assertEqual({'store': 'fast'}, result[4])
         self.assertEqual(hashlib.sha256(data).hexdigest(), result[3])
         loc = self.location(result[0], conf)
@@ -497,7 +503,7 @@ class BackendGroupAloneTest(base.StoreTestCase):
                          one.settings.chunk_size)
         self.assertEqual(12 * MIB, two.settings.chunk_size)
         data = os.urandom(100 * KIB)
-        result = two.add('img', io.BytesIO(data), len(data), 'md5')
+        result = two.add(IMAGE_ID, io.BytesIO(data), len(data), 'md5')
         self.assertEqual({'store': 'two'}, result[4])
         self.assertEqual(hashlib.md5(data).hexdigest(), result[3])
         loc = self.location(result[0], conf)
