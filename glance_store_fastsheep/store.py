@@ -227,11 +227,15 @@ class Store(driver.Store):
         return self._client
 
     def configure_add(self):
-        """Check the options, and the cluster through the chosen client.
+        """Check the options; ask whether the cluster answers.
 
-        Raises BadStoreConfiguration, on which glance_store disables
-        uploads and deletes but keeps reads: a cluster that is down at
-        start-up may be back when the first image is read.
+        Only a configuration error raises BadStoreConfiguration, on
+        which glance_store disables uploads and deletes for the life of
+        the process (and glance, deleting images meanwhile, would leave
+        their VDIs behind). A cluster that does not answer now, at any
+        entry point, is a WARNING: every operation asks it again and
+        fails clearly until it is back, as glance_store's rbd driver
+        connects per operation.
         """
         name = self.backend_group or 'fastsheep'
         try:
@@ -252,10 +256,9 @@ class Store(driver.Store):
         try:
             self._client.check()
         except client_mod.ClientError as exc:
-            reason = str(exc)
-            LOG.error('fastsheep store %s: %s', name, reason)
-            raise exceptions.BadStoreConfiguration(store_name=name,
-                                                   reason=reason)
+            LOG.warning('fastsheep store %s: the sheepdog cluster does not '
+                        'serve yet; every operation will try again and '
+                        'fail until it does: %s', name, exc)
         LOG.info('fastsheep store %s: %s client (%s) at %s:%d, read size '
                  '%d, pipe %d, chunk %d MiB, %d writes in flight', name,
                  current.client, current.command or "sheep's protocol",

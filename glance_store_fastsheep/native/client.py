@@ -19,8 +19,8 @@ a download also reads each object from a node holding a copy of it, on
 a connection of that node's. A location's sheep is used only when it is
 an entry point or a member the entry points named (``admits``; the
 store asks before anything connects to it). The configure-time check
-asks the configured sheep alone. See ``vdi``,
-``read`` and ``write`` for what is sent.
+asks the entry points in turn until one answers. See ``vdi``, ``read``
+and ``write`` for what is sent.
 """
 
 from glance_store import exceptions
@@ -60,20 +60,30 @@ class NativeClient(client.Client):
             return False
 
     def check(self):
-        """The configured sheep speaks our protocol; its cluster runs.
+        """An entry point speaks our protocol; its cluster runs.
 
+        The entry points are asked in turn (the configured sheep first)
+        until one answers; the error names every one when none does.
         ``STAT_CLUSTER`` is an internal operation: sheep refuses it with
         VER_MISMATCH unless it carries sheep's own internal version, so
         the versions of the releases this client knows are tried in
         turn, which also tells which release line answers. With no log
         asked for, the result is the cluster's state.
         """
+        errors = []
+        for address, port in self.settings.addresses:
+            try:
+                return self._check_one(address, port)
+            except client.ClientError as exc:
+                errors.append(str(exc))
+        raise client.ClientError('; '.join(errors))
+
+    def _check_one(self, address, port):
         settings = self.settings
-        where = '%s:%s' % (settings.address, settings.port)
+        where = '%s:%s' % (address, port)
         try:
-            # The configured sheep itself: this checks that one.
             session = connection.Session(
-                settings.address, settings.port, 'cluster check',
+                address, port, 'cluster check',
                 settings.command_timeout, settings.transfer_timeout,
                 settings.stall_timeout)
         except connection.Unreachable as exc:

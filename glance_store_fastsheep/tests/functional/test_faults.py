@@ -13,6 +13,7 @@
 
 import os
 
+import fixtures
 from glance_store import capabilities
 from glance_store import exceptions
 
@@ -37,16 +38,22 @@ class ConfigFaultTest(base.FunctionalTestCase):
         self.assertNothingLeft()
 
     def test_cluster_down_at_start_up(self):
+        # A warning since issue 36, not BadStoreConfiguration: nothing
+        # is disabled, and the store serves once the cluster is back.
+        log = self.useFixture(fixtures.FakeLogger(
+            name='glance_store_fastsheep'))
         self.sheep.stop()
         sd = self.make_store(self.make_conf(), configure=False)
-        exc = self.assertRaises(exceptions.BadStoreConfiguration,
-                                sd.configure, re_raise_bsc=True)
-        self.assertIn('Connection refused', str(exc))
-        # Reads stay enabled: the cluster may be back by then.
+        sd.configure(re_raise_bsc=True)
+        self.assertIn('does not serve yet', log.output)
+        self.assertIn('Connection refused', log.output)
+        self.assertTrue(sd.is_capable(capabilities.BitMasks.WRITE_ACCESS))
         self.sheep.start()
         self.sheep.create_vdi('img', b'back')
         self.assertEqual(b'back', b''.join(sd.get(self.location('img'))[0]))
-        self.assertNothingLeft(['img'])
+        base.add(sd, 'img2', b'new')
+        self.assertEqual(b'new', b''.join(sd.get(self.location('img2'))[0]))
+        self.assertNothingLeft(['img', 'img2'])
 
 
 class TransferFaultTest(base.FunctionalTestCase):

@@ -164,14 +164,20 @@ class NativeSelectedTest(base.StoreTestCase):
             sd.add('img', io.BytesIO(b'abc'), 0)
         self.assertIn(('write', 'img', 0), StubNativeClient.calls)
 
-    def test_failed_check_disables_add_only(self):
+    def test_failed_check_disables_nothing(self):
+        # Until issue 36 a failed check disabled uploads and deletes for
+        # the process's life; it is now a warning, and every operation
+        # asks the cluster itself.
+        log = self.useFixture(fixtures.FakeLogger(
+            name='glance_store_fastsheep',
+            format='%(levelname)s %(message)s'))
         StubNativeClient.check_error = 'cluster at 127.0.0.1:1 is not ready'
         sd = self.make_store(configure=False)
-        exc = self.assertRaises(exceptions.BadStoreConfiguration,
-                                sd.configure, re_raise_bsc=True)
-        self.assertIn('cluster at 127.0.0.1:1 is not ready', str(exc))
-        sd.configure()
-        self.assertFalse(sd.is_capable(capabilities.BitMasks.WRITE_ACCESS))
+        sd.configure(re_raise_bsc=True)
+        self.assertIn('WARNING fastsheep store fastsheep: the sheepdog '
+                      'cluster does not serve yet', log.output)
+        self.assertIn('cluster at 127.0.0.1:1 is not ready', log.output)
+        self.assertTrue(sd.is_capable(capabilities.BitMasks.WRITE_ACCESS))
         self.assertTrue(sd.is_capable(capabilities.BitMasks.READ_ACCESS))
         StubNativeClient.images['img'] = b'kept'
         loc = self.location('sheepdog://127.0.0.1:%d:img' % self.port)

@@ -112,11 +112,18 @@ class ConfigureTest(base.StoreTestCase):
                          sd.settings.command)
 
     def test_cluster_down(self):
+        # A cluster down is no configuration error (issue 36): a
+        # warning with the reason, and nothing disabled.
+        log = self.useFixture(fixtures.FakeLogger(
+            name='glance_store_fastsheep',
+            format='%(levelname)s %(message)s'))
         self.useFixture(fixtures.EnvironmentVariable('FAKE_DOG_DOWN', '1'))
-        exc = self.assertRaises(exceptions.BadStoreConfiguration,
-                                self.make_store)
-        self.assertIn('127.0.0.1:%d' % self.port, str(exc))
-        self.assertIn('Connection refused', str(exc))
+        sd = self.make_store()
+        self.assertIn('WARNING fastsheep store fastsheep: the sheepdog '
+                      'cluster does not serve yet', log.output)
+        self.assertIn('127.0.0.1:%d' % self.port, log.output)
+        self.assertIn('Connection refused', log.output)
+        self.assertTrue(sd.is_capable(capabilities.BitMasks.WRITE_ACCESS))
 
     def test_chunk_size_rounded_to_objects(self):
         sd = self.make_store(self.make_conf(sheepdog_store_chunk_size=6))

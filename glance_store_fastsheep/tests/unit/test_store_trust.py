@@ -23,7 +23,10 @@ store is configured with ``first`` alone as its entry point:
 - a cluster down at start-up is a warning, not a disabled store.
 """
 
+import socket
+
 import fixtures
+from glance_store import capabilities
 from glance_store import exceptions
 
 from glance_store_fastsheep.native import cluster
@@ -171,6 +174,46 @@ class MembershipTest(TrustTestCase):
         self.assertEqual([], self.foreign.connections)
         known = cluster.MEMBERSHIPS[(('127.0.0.1', self.first.port),)]
         self.assertNotIn(('127.0.0.1', self.foreign.port), known.members)
+
+
+class StartUpTest(TrustTestCase):
+
+    def test_a_cluster_down_at_start_up_is_a_warning(self):
+        # A port bound and not listening refuses connections until the
+        # sheep comes.
+        reserved = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        reserved.bind(('127.0.0.1', 0))
+        port = reserved.getsockname()[1]
+        self.addCleanup(reserved.close)
+        self.conf = self.make_conf(sheepdog_store_port=port)
+        sd = self.make_store()
+        self.assertIn('does not serve yet', self.log.output)
+        self.assertIn('127.0.0.1:%d' % port, self.log.output)
+        self.assertTrue(sd.is_capable(capabilities.BitMasks.WRITE_ACCESS))
+        loc = self.location('sheepdog://127.0.0.1:%d:%s' % (port, IMAGE))
+        exc = self.assertRaises(exceptions.BackendException, sd.get_size,
+                                loc)
+        self.assertIn('cannot connect to sheep at 127.0.0.1:%d' % port,
+                      str(exc))
+        self.assertRaises(exceptions.BackendException, test_store.add, sd,
+                          OTHER, b'data')
+        # The sheep comes: the same store serves.
+        reserved.close()
+        back = fake_sheep.FakeSheep(port=port)
+        self.addCleanup(back.close)
+        back.add_image(IMAGE, self.data)
+        self.assertEqual(len(self.data), sd.get_size(loc))
+        test_store.add(sd, OTHER, b'data')
+        self.assertEqual(b'data', back.image_bytes(OTHER))
+
+    def test_the_check_tries_every_entry_point(self):
+        self.conf = self.make_conf(
+            sheepdog_store_port=self.port,
+            sheepdog_store_addresses=['127.0.0.1:%d' % self.first.port])
+        self.make_store()
+        self.assertNotIn('does not serve yet', self.log.output)
+        self.assertIn('Sheepdog cluster at 127.0.0.1:%d is running'
+                      % self.first.port, self.log.output)
 
 
 class EscapedUriTest(base.StoreTestCase):
