@@ -175,6 +175,30 @@ class MembershipTest(TrustTestCase):
         known = cluster.MEMBERSHIPS[(('127.0.0.1', self.first.port),)]
         self.assertNotIn(('127.0.0.1', self.foreign.port), known.members)
 
+    def test_a_newer_epoch_asks_the_entry_points_not_its_teller(self):
+        # A member's reply carries a newer epoch: the members are asked
+        # for again, from the entry point, never from that member,
+        # whatever its own node list says.
+        self.peer.node_list = [('127.0.0.1', self.foreign.port)]
+        self.conf = self.make_conf()
+        sd = self.make_store()
+        self.assertEqual(len(self.data), sd.get_size(self.at(self.peer)))
+        self.assertEqual([], self.node_lists(self.peer))
+        asked = len(self.node_lists(self.first))
+        self.first.epoch += 1
+        self.assertEqual(len(self.data), sd.get_size(self.at(self.peer)))
+        self.assertEqual(asked + 1, len(self.node_lists(self.first)))
+        self.assertEqual([], self.node_lists(self.peer))
+        known = cluster.MEMBERSHIPS[(('127.0.0.1', self.first.port),)]
+        self.assertEqual(self.first.epoch, known.epoch)
+        self.assertNotIn(('127.0.0.1', self.foreign.port), known.members)
+        self.assertEqual([], self.foreign.connections)
+
+    @staticmethod
+    def node_lists(sheep):
+        return [request for request in sheep.requests
+                if request[0] == proto.OP_GET_NODE_LIST]
+
 
 class StartUpTest(TrustTestCase):
 
