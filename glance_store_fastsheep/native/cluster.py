@@ -109,10 +109,11 @@ class Membership(object):
         # answer (None: never asked).
         self.members = ()
         self.epoch = None
-        # The newest epoch a refresh was started for: a sheep whose
+        # The epoch the last refresh was started for: a sheep whose
         # epoch runs ahead of the entry points' costs one refresh per
-        # epoch, not one per reply.
-        self.asked = -1
+        # epoch it reports, not one per reply, and does not keep the
+        # next real epoch from asking.
+        self.asked = None
 
     def is_entry_point(self, node, cache=None):
         return any(nodes.same_node(node, entry, cache)
@@ -126,7 +127,7 @@ class Membership(object):
 
     def stale(self, epoch):
         """Whether a reply of epoch calls for asking the members again."""
-        if self.epoch is None or epoch <= max(self.epoch, self.asked):
+        if self.epoch is None or epoch <= self.epoch or epoch == self.asked:
             return False
         self.asked = epoch
         return True
@@ -168,7 +169,6 @@ class Membership(object):
                 return version
             self.members = tuple(members)
             self.epoch = answer.response.epoch
-            self.asked = max(self.asked, self.epoch)
             return version
         return None
 

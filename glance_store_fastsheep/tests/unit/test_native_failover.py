@@ -305,6 +305,22 @@ class EntryPointTest(base.BaseTestCase):
                          cluster.entry_points(settings,
                                               ('127.0.0.1', 7001)))
 
+    def test_each_newer_epoch_asks_once(self):
+        known = cluster.Membership([('127.0.0.1', 7000)])
+        # Never learned: the first operation asks, not a reply.
+        self.assertFalse(known.stale(5))
+        known.epoch = 3
+        self.assertFalse(known.stale(3))
+        self.assertFalse(known.stale(2))
+        self.assertTrue(known.stale(5))
+        self.assertFalse(known.stale(5))
+        # A sheep reporting an epoch far ahead costs one refresh, and
+        # the next real epoch still asks.
+        self.assertTrue(known.stale(1000))
+        self.assertFalse(known.stale(1000))
+        known.epoch = 5
+        self.assertTrue(known.stale(6))
+
     def test_node_list_of_both_entry_sizes(self):
         for size in proto.NODE_SIZES:
             body = (proto.pack_node('10.1.2.3', 7000, size) +
