@@ -109,6 +109,10 @@ class Membership(object):
         # answer (None: never asked).
         self.members = ()
         self.epoch = None
+        # Every (address, port) the entry points named since the process
+        # started: a member that left (killed, replaced) is still where
+        # locations may point, and was never anyone else's choice.
+        self.named = frozenset()
         # The epoch the last refresh was started for: a sheep whose
         # epoch runs ahead of the entry points' costs one refresh per
         # epoch it reports, not one per reply, and does not keep the
@@ -120,10 +124,10 @@ class Membership(object):
                    for entry in self.entry_points)
 
     def knows(self, node, cache=None):
-        """Whether node is an entry point or a member they named."""
+        """Whether node is an entry point or a node they ever named."""
         return self.is_entry_point(node, cache) or any(
             nodes.same_node(node, member, cache)
-            for member in self.members)
+            for member in self.named)
 
     def stale(self, epoch):
         """Whether a reply of epoch calls for asking the members again."""
@@ -168,6 +172,8 @@ class Membership(object):
                 LOG.debug('No node list from %s: %s', session.where(), exc)
                 return version
             self.members = tuple(members)
+            self.named = self.named | frozenset(
+                (member[0], member[1]) for member in members)
             self.epoch = answer.response.epoch
             return version
         return None

@@ -194,6 +194,22 @@ class MembershipTest(TrustTestCase):
         self.assertNotIn(('127.0.0.1', self.foreign.port), known.members)
         self.assertEqual([], self.foreign.connections)
 
+    def test_a_member_that_left_is_still_served(self):
+        # Locations name where the cluster was: a member the entry
+        # points named once stays a sheep this store may connect to
+        # after a newer list leaves it out (killed, replaced).
+        self.conf = self.make_conf()
+        sd = self.make_store()
+        self.assertEqual(len(self.data), sd.get_size(self.at(self.first)))
+        self.first.node_list = [('127.0.0.1', self.first.port)]
+        self.first.epoch += 1
+        self.assertEqual(len(self.data), sd.get_size(self.at(self.first)))
+        known = cluster.MEMBERSHIPS[(('127.0.0.1', self.first.port),)]
+        self.assertNotIn(('127.0.0.1', self.peer.port), known.members)
+        self.assertEqual(len(self.data), sd.get_size(self.at(self.peer)))
+        self.assertRaises(exceptions.BadStoreUri, sd.get_size,
+                          self.at(self.foreign))
+
     @staticmethod
     def node_lists(sheep):
         return [request for request in sheep.requests
