@@ -173,6 +173,11 @@ class Request(object):
             return data_length <= len(self.view)
         return data_length == self.expected
 
+    def reads_inode(self):
+        """Whether this reads (part of) a VDI's inode object."""
+        return (self.opcode == proto.OP_READ_OBJ and
+                bool(self.oid & proto.VDI_BIT))
+
     def describe(self):
         name = {proto.OP_READ_OBJ: 'READ_OBJ',
                 proto.OP_WRITE_OBJ: 'WRITE_OBJ',
@@ -414,7 +419,11 @@ class Session(Calls):
         Every field is checked before any data is read: the data of a
         success goes into the request's own buffer and must be exactly
         the length asked for, so nothing sized by sheep is allocated and
-        no byte lands elsewhere.
+        no byte lands elsewhere. The numbers a success carries (VDI ids,
+        copies, node counts, an inode's fields and object table) are
+        checked against sheepdog's limits here, where the sheep that
+        sent them is known (``proto.check_success``,
+        ``proto.check_inode_read``).
         """
         self._wait_start = timeutils.now()
         self._receive_into(self._header_view, 'a response header')
@@ -446,14 +455,26 @@ class Session(Calls):
                 '%s sent %d bytes for %s'
                 % (self.where(), response.data_length,
                    request.describe()))
-        elif response.data_length:
-            self._receive_into(request.view[:response.data_length],
-                               request.describe())
+        else:
+            self._bounded(proto.check_success, request.opcode, response)
+            if response.data_length:
+                data = request.view[:response.data_length]
+                self._receive_into(data, request.describe())
+                if request.reads_inode():
+                    self._bounded(proto.check_inode_read, request.oid,
+                                  request.offset, data)
         # Only now: a request whose data was cut off is still to resend.
         del self._outstanding[response.id]
         request.result = response.result
         request.response = response
         return request
+
+    def _bounded(self, check, *args):
+        """Run a proto check; its ProtocolError names this sheep."""
+        try:
+            check(*args)
+        except proto.ProtocolError as exc:
+            raise proto.ProtocolError('%s sent %s' % (self.where(), exc))
 
     def settle(self, request):
         """Mark a success done, resend a retryable result, raise others."""

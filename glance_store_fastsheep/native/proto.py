@@ -55,6 +55,10 @@ SHEEP_VERSIONS = {0x0a: 'sheepdog 1.0 or later', 0x09: 'sheepdog 0.9'}
 # SD_MAX_NODES entries, the same 491520 bytes or less in both builds.
 NODE_LIST_BUFFER = 6144 * 80
 NODE_SIZES = (80, 80 + 16 * 32)
+# SD_MAX_NODES (include/internal_proto.h of 0.9.5, 1.0.1 and master):
+# the members a cluster can have, 6144, or 830 in a build with disk
+# vnodes, whose larger entries fill the same buffer.
+MAX_NODES = {NODE_SIZES[0]: 6144, NODE_SIZES[1]: 830}
 # In struct sd_node: the rb_node (three 8-byte words), then node_id's
 # 16-byte address (IPv4 in its last 4 bytes, the first 12 zero) and port.
 NODE_ADDR_OFFSET = 24
@@ -83,9 +87,33 @@ MAX_VDI_TAG_LEN = 256
 # id, bits 0-31 the data object's index.
 VDI_BIT = 1 << 63
 VDI_SPACE_SHIFT = 32
-# VDI ids are 24 bits (SD_NR_VDIS).
+# VDI ids are 24 bits (SD_NR_VDIS); sheep never gives a VDI id 0
+# (get_vdi_bitmap_range in sheep/vdi.c skips it), which the object
+# table uses for a hole.
 NR_VDIS = 1 << 24
+# Sheep's object size is 1 << block_size_shift; 0 in an inode written
+# before the field existed means sheep's SD_DEFAULT_BLOCK_SIZE_SHIFT.
+# Sheep computes the size as a 32-bit value (``UINT32_C(1) <<
+# block_size_shift``, sheep/vdi.c of 1.0.1 and master), so 31 is the
+# largest shift it can serve; ``dog cluster format -z`` and ``dog vdi
+# create -z`` refuse anything outside 20-31, but sheep itself takes any
+# shift a NEW_VDI carries, and serves it.
 DEFAULT_BLOCK_SIZE_SHIFT = 22
+MAX_BLOCK_SIZE_SHIFT = 31
+# Data objects a VDI can have: OLD_MAX_DATA_OBJS (2^20, the flat
+# data_vdi_id array of a store policy 0 inode, the limit ``dog vdi
+# create`` and ``resize`` enforce) and MAX_DATA_OBJS (2^32, a hyper
+# volume's B-tree, store policy 1) in include/sheepdog_proto.h.
+MAX_FLAT_OBJECTS = 1 << 20
+MAX_DATA_OBJS = 1 << 32
+STORE_POLICIES = (0, 1)
+# SD_MAX_COPIES (internal_proto.h): SD_EC_MAX_STRIP (16, fec.h) data
+# strips and up to 15 parity strips. An erasure-coded copy_policy holds
+# half the data strips (2, 4, 8 or 16) in its upper 4 bits and the
+# parity strips (1-15) in its lower 4 (dog's parse_copy); sheep then
+# keeps data + parity copies (ec_policy_to_dp, sheep/ops.c).
+MAX_COPIES = 31
+EC_DATA_HALVES = (1, 2, 4, 8)
 # Attribute objects: bit 61, the VDI id sheep hashes from the name, and
 # the attribute's slot in bits 0-31.
 VDI_ATTR_BIT = 1 << 61
@@ -202,6 +230,115 @@ class ProtocolError(Exception):
     """Sheep sent something the protocol does not allow."""
 
 
+# Every number a sheep answers is checked against sheepdog's own limits
+# (above) before the client sizes anything by it or builds an object id
+# from it. The checks raise ProtocolError with a message that reads on
+# after "<sheep> sent ", which ``connection`` puts before it.
+
+
+def _bytes(data, start, end):
+    """data[start:end] as bytes (data: bytes, bytearray or memoryview)."""
+    return memoryview(data)[start:end].tobytes()
+
+
+def check_vid(vid, what, zero=False):
+    """Raise ProtocolError unless vid is a VDI id sheep gives (or 0)."""
+    if vid >= NR_VDIS or not (vid or zero):
+        raise ProtocolError(
+            '%s 0x%x: sheepdog\'s VDI ids are 0x1 to 0x%x (SD_NR_VDIS)'
+            % (what, vid, NR_VDIS - 1))
+
+
+def check_copies(copies, what):
+    """Raise ProtocolError unless copies is within SD_MAX_COPIES."""
+    if copies > MAX_COPIES:
+        raise ProtocolError('%s %d: sheepdog keeps at most %d (SD_MAX_COPIES)'
+                            % (what, copies, MAX_COPIES))
+
+
+def check_redundancy(nr_copies, copy_policy, what):
+    """Raise ProtocolError unless (nr_copies, copy_policy) is sheep's.
+
+    Replication: up to SD_MAX_COPIES copies. Erasure code: a policy
+    ``dog`` can make, and the data + parity copies sheep keeps for it.
+    """
+    if not copy_policy:
+        check_copies(nr_copies, what + ' nr_copies')
+        return
+    halves, parity = copy_policy >> 4, copy_policy & 0x0f
+    if (halves not in EC_DATA_HALVES or not parity or
+            nr_copies != 2 * halves + parity):
+        raise ProtocolError(
+            '%s copy_policy 0x%02x and nr_copies %d: not an erasure code '
+            'sheepdog makes (2, 4, 8 or 16 data strips, 1 to 15 parity '
+            'strips, one copy each)' % (what, copy_policy, nr_copies))
+
+
+def node_entry_size(data_length, nr_nodes):
+    """The size of each of nr_nodes (> 0) GET_NODE_LIST entries.
+
+    ProtocolError unless the entries are of a size sheep sends, and no
+    more than SD_MAX_NODES of them.
+    """
+    size, rest = divmod(data_length, nr_nodes)
+    if rest or size not in NODE_SIZES:
+        raise ProtocolError('%d bytes for %d nodes in GET_NODE_LIST'
+                            % (data_length, nr_nodes))
+    if nr_nodes > MAX_NODES[size]:
+        raise ProtocolError('%d nodes in GET_NODE_LIST: sheepdog clusters '
+                            'have at most %d (SD_MAX_NODES)'
+                            % (nr_nodes, MAX_NODES[size]))
+    return size
+
+
+def check_success(opcode, response):
+    """Raise ProtocolError unless a success's header fields are bounded.
+
+    The VDI id of a lookup or a creation (the client builds object ids
+    from it), an attribute's VDI id (the name's hash, which may be 0),
+    the copies sheep says the VDI keeps, and GET_NODE_LIST's count.
+    """
+    if opcode in (OP_GET_VDI_INFO, OP_NEW_VDI):
+        check_vid(response.vdi_id, 'VDI id')
+        check_copies(response.copies, 'copies')
+    elif opcode == OP_GET_VDI_ATTR:
+        check_vid(response.vdi_id, 'attribute VDI id', zero=True)
+        check_copies(response.copies, 'copies')
+    elif opcode == OP_GET_NODE_LIST and response.nr_nodes:
+        node_entry_size(response.data_length, response.nr_nodes)
+
+
+def check_inode_read(oid, offset, data):
+    """Raise ProtocolError unless data read at offset of inode oid is.
+
+    The header fields when data holds them (``InodeFields.check``, and
+    the inode must be the one asked for), and every ``data_vdi_id``
+    entry it holds whole: an entry names a VDI (the owner of the
+    object) or 0 (a hole).
+    """
+    vid = oid_vid(oid)
+    if offset == 0 and len(data) >= INODE_FIELDS_SIZE:
+        fields = InodeFields(data)
+        if fields.vdi_id != vid:
+            raise ProtocolError('the inode of VDI 0x%x for VDI 0x%x'
+                                % (fields.vdi_id, vid))
+    end = min(offset + len(data),
+              INODE_DATA_INDEX_OFFSET + 4 * INODE_DATA_INDEX_ENTRIES)
+    first = max(offset, INODE_DATA_INDEX_OFFSET)
+    first += -(first - INODE_DATA_INDEX_OFFSET) % 4
+    count = (end - first) // 4
+    if count <= 0:
+        return
+    entries = struct.unpack('<%dI' % count, _bytes(
+        data, first - offset, first - offset + 4 * count))
+    top = max(entries)
+    if top >= NR_VDIS:
+        index = ((first - INODE_DATA_INDEX_OFFSET) // 4 +
+                 entries.index(top))
+        check_vid(top, 'an inode (VDI 0x%x) whose data_vdi_id entry %d '
+                  'names VDI' % (vid, index))
+
+
 def result_text(code):
     """'SD_RES_NAME (description)' of a result code, or 'unknown 0xNN'."""
     known = RESULTS.get(code)
@@ -210,14 +347,25 @@ def result_text(code):
     return '%s (%s)' % known
 
 
+def _oid_part(value, limit, what):
+    # A value outside its bits would set those of another VDI or of
+    # another kind of object: never built, whatever the caller was told.
+    if not 0 <= value < limit:
+        raise ValueError('%s %d does not fit an object id (limit %d)'
+                         % (what, value, limit))
+    return value
+
+
 def vdi_oid(vid):
     """The object id of a VDI's inode."""
-    return VDI_BIT | (vid << VDI_SPACE_SHIFT)
+    return VDI_BIT | (_oid_part(vid, NR_VDIS, 'VDI id') << VDI_SPACE_SHIFT)
 
 
 def attr_oid(vid, attr_id):
     """The object id of attribute slot attr_id of the VDI id vid."""
-    return (vid << VDI_SPACE_SHIFT) | VDI_ATTR_BIT | attr_id
+    return ((_oid_part(vid, NR_VDIS, 'VDI id') << VDI_SPACE_SHIFT) |
+            VDI_ATTR_BIT | _oid_part(attr_id, 1 << VDI_SPACE_SHIFT,
+                                     'attribute slot'))
 
 
 def oid_vid(oid):
@@ -226,8 +374,13 @@ def oid_vid(oid):
 
 
 def data_oid(vid, index):
-    """The object id of the index-th data object owned by VDI vid."""
-    return (vid << VDI_SPACE_SHIFT) | index
+    """The object id of the index-th data object owned by VDI vid.
+
+    Flat VDIs only (the only kind this client reads or writes): index
+    is below MAX_FLAT_OBJECTS, beyond which a flat inode has no entry.
+    """
+    return ((_oid_part(vid, NR_VDIS, 'VDI id') << VDI_SPACE_SHIFT) |
+            _oid_part(index, MAX_FLAT_OBJECTS, 'object index'))
 
 
 def pack_read(req_id, oid, offset, length, flags=0):
@@ -363,14 +516,13 @@ class Node(tuple):
 def unpack_node_list(data, nr_nodes):
     """[Node] of GET_NODE_LIST's data of nr_nodes entries, in its order.
 
-    The entry size tells the two builds apart (``NODE_SIZES``).
+    The entry size tells the two builds apart (``NODE_SIZES``). Each
+    entry's nr_vnodes is 16 bits, as sheep's own (1 to 65535, ``sheep
+    -V``; 0 for a gateway): ``cluster.Ring`` bounds their sum.
     """
     if not nr_nodes:
         return []
-    size, rest = divmod(len(data), nr_nodes)
-    if rest or size not in NODE_SIZES:
-        raise ProtocolError('GET_NODE_LIST sent %d bytes for %d nodes'
-                            % (len(data), nr_nodes))
+    size = node_entry_size(len(data), nr_nodes)
     nodes = []
     for index in range(nr_nodes):
         entry = bytes(data[index * size:(index + 1) * size])
@@ -479,10 +631,15 @@ class RequestFields(object):
 
 
 class InodeFields(object):
-    """The inode fields a reader needs, from its first 568 bytes."""
+    """The inode fields a reader needs, from its first 568 bytes.
+
+    Checked against sheepdog's limits (``check``) before anyone sizes
+    a list, a buffer or a loop by them: what is built holds only values
+    a sheep can have written.
+    """
 
     def __init__(self, raw):
-        fields = _INODE_FIELDS.unpack(bytes(raw[:INODE_FIELDS_SIZE]))
+        fields = _INODE_FIELDS.unpack(_bytes(raw, 0, INODE_FIELDS_SIZE))
         self.name = fields[0].rstrip(b'\0')
         self.create_time = fields[2]
         self.vdi_size = fields[5]
@@ -493,18 +650,53 @@ class InodeFields(object):
         self.snap_id = fields[11]
         self.vdi_id = fields[12]
         self.parent_vdi_id = fields[13]
+        self.check()
 
     @property
     def object_size(self):
         return 1 << self.block_size_shift
 
+    @property
+    def max_size(self):
+        """The largest vdi_size the inode's object table can hold."""
+        objects = MAX_FLAT_OBJECTS if self.store_policy == 0 else (
+            MAX_DATA_OBJS)
+        return self.object_size * objects
+
+    def check(self):
+        """Raise ProtocolError unless every field is within sheep's limits.
+
+        A flat inode (store policy 0) holds at most MAX_FLAT_OBJECTS
+        objects: a larger vdi_size would size a delete's or a read's
+        object table past the inode's data_vdi_id array.
+        """
+        what = 'an inode (VDI 0x%x) with' % self.vdi_id
+        check_vid(self.vdi_id, 'an inode with vdi_id')
+        check_vid(self.parent_vdi_id, what + ' parent_vdi_id', zero=True)
+        if self.block_size_shift > MAX_BLOCK_SIZE_SHIFT:
+            raise ProtocolError(
+                '%s block_size_shift %d: sheep\'s objects are at most 2^%d '
+                'bytes' % (what, self.block_size_shift, MAX_BLOCK_SIZE_SHIFT))
+        if self.store_policy not in STORE_POLICIES:
+            raise ProtocolError('%s store_policy %d: sheepdog has %s'
+                                % (what, self.store_policy, STORE_POLICIES))
+        if self.vdi_size > self.max_size:
+            raise ProtocolError(
+                '%s vdi_size %d: objects of %d bytes in a store policy %d '
+                'inode hold at most %d bytes (%s objects)'
+                % (what, self.vdi_size, self.object_size, self.store_policy,
+                   self.max_size, 'OLD_MAX_DATA_OBJS' if not
+                   self.store_policy else 'MAX_DATA_OBJS'))
+        check_redundancy(self.nr_copies, self.copy_policy, what)
+
 
 def pack_inode_fields(name, vdi_size, vdi_id, parent_vdi_id=0,
                       block_size_shift=DEFAULT_BLOCK_SIZE_SHIFT,
                       store_policy=0, snap_id=1, nr_copies=1,
-                      create_time=0):
+                      create_time=0, copy_policy=0):
     """An inode's first INODE_FIELDS_SIZE bytes (for test servers)."""
     name = name.encode('utf-8') if not isinstance(name, bytes) else name
-    return _INODE_FIELDS.pack(name, b'', create_time, 0, 0, vdi_size, 0, 0,
-                              store_policy, nr_copies, block_size_shift,
-                              snap_id, vdi_id, parent_vdi_id)
+    return _INODE_FIELDS.pack(name, b'', create_time, 0, 0, vdi_size, 0,
+                              copy_policy, store_policy, nr_copies,
+                              block_size_shift, snap_id, vdi_id,
+                              parent_vdi_id)

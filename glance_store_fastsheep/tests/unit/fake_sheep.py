@@ -51,6 +51,7 @@ class Image(object):
         self.store_policy = 0
         self.parent = 0
         self.nr_copies = 1
+        self.copy_policy = 0
         # sheep's create_time: seconds << 32 | nanoseconds.
         self.create_time = (0x5f000000 + vid) << 32
 
@@ -60,7 +61,8 @@ class Image(object):
                                          self.parent, self.block_size_shift,
                                          self.store_policy,
                                          nr_copies=self.nr_copies,
-                                         create_time=self.create_time)
+                                         create_time=self.create_time,
+                                         copy_policy=self.copy_policy)
         out = bytearray(length)
         if offset < len(fields):
             head = fields[offset:offset + length]
@@ -89,6 +91,31 @@ class _Connection(object):
 
     def __getattr__(self, name):
         return getattr(self.sock, name)
+
+
+class _Forging(object):
+    """A connection whose response headers carry forged fields.
+
+    fields: ``proto.pack_response`` keywords (vdi_id, copies, nr_nodes,
+    ...) put into every header sent, whatever the fake computed.
+    """
+
+    def __init__(self, conn, fields):
+        self._conn = conn
+        self._fields = fields
+
+    def sendall(self, data):
+        rsp = proto.unpack_response(data[:proto.HEADER_SIZE])
+        values = dict((key, getattr(rsp, key)) for key in (
+            'data_length', 'vdi_id', 'proto_ver', 'copies',
+            'block_size_shift', 'nr_nodes', 'attr_id'))
+        values.update(self._fields)
+        self._conn.sendall(proto.pack_response(
+            rsp.id, rsp.opcode, rsp.result, **values) +
+            data[proto.HEADER_SIZE:])
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
 
 
 class FakeSheep(object):
@@ -135,6 +162,9 @@ class FakeSheep(object):
         self.default_shift = 16
         # opcode -> result answered instead of doing the operation.
         self.results = {}
+        # opcode -> response header fields forged into its answers (a
+        # hostile sheep: see _Forging).
+        self.forged = {}
         # data oid -> result a CREATE_AND_WRITE_OBJ of it answers.
         self.write_results = {}
         self.deleted = []
@@ -402,6 +432,8 @@ class FakeSheep(object):
                 self.fields.append(fields)
         if self._waits_on_frozen(opcode, oid):
             return True
+        if opcode in self.forged:
+            conn = _Forging(conn, self.forged[opcode])
         if opcode in self.results:
             conn.sendall(proto.pack_response(req_id, opcode,
                                              self.results[opcode]))

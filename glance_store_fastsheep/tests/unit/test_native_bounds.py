@@ -1,0 +1,189 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A hostile fake sheep: numbers beyond sheepdog's own limits.
+
+Each test has the fake answer one value no sheep of 0.9.5, 1.0.1 or
+master can send (forged response fields, a forged inode or object
+table), and checks that the client refuses it before sizing anything
+by it, with an error naming the sheep (address:port) and the value; or,
+where the value is one sheep can have, that the client's own work
+stays bounded.
+"""
+
+import hashlib
+import io
+
+from glance_store import exceptions
+from oslotest import base
+
+from glance_store_fastsheep import client
+from glance_store_fastsheep import image_data
+from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import read as native_read
+from glance_store_fastsheep.tests import native_settings
+from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep.tests.unit import test_native_read
+
+OBJECT = test_native_read.OBJECT
+payload = test_native_read.payload
+
+
+class HostileSheepTestCase(test_native_read.FdsClosedMixin,
+                           base.BaseTestCase):
+
+    def setUp(self):
+        super(HostileSheepTestCase, self).setUp()
+        self.sheep = fake_sheep.FakeSheep()
+        self.addCleanup(self.sheep.close)
+        self.settings = native_settings.Settings()
+        self.settings.port = self.sheep.port
+        self.client = client.get_client(self.settings)
+        self.where = '127.0.0.1:%d' % self.sheep.port
+        self.count_fds()
+
+    def read(self, name, length, offset=0):
+        return b''.join(native_read.read_range(
+            self.settings, '127.0.0.1', self.sheep.port, name, offset,
+            length))
+
+    def assertRefused(self, call, *values):
+        """call raises BackendException naming the sheep and values."""
+        exc = self.assertRaises(exceptions.BackendException, call)
+        message = str(exc)
+        self.assertIn(self.where, message)
+        for value in values:
+            self.assertIn(value, message)
+        self.assertFdsClosed()
+        return message
+
+
+class ResponseFieldTest(HostileSheepTestCase):
+    """Fields of a response header: VDI ids and copies."""
+
+    def test_lookup_vdi_id_beyond_sd_nr_vdis(self):
+        image = self.sheep.add_image('img', payload(2 * OBJECT))
+        forged = (1 << 24) | image.vid
+        self.sheep.forged[proto.OP_GET_VDI_INFO] = {'vdi_id': forged}
+        self.assertRefused(lambda: self.read('img', 2 * OBJECT),
+                           'VDI id 0x%x' % forged, 'SD_NR_VDIS')
+
+    def test_new_vdi_id_beyond_sd_nr_vdis_writes_nothing(self):
+        # Bit 63 of a forged VDI id is the inode bit of an object id: the
+        # upload's first object would be written over the victim's inode.
+        kept = payload(OBJECT)
+        victim = self.sheep.add_image('victim', kept)
+        forged = (1 << 31) | victim.vid
+        self.sheep.forged[proto.OP_NEW_VDI] = {'vdi_id': forged}
+        data = payload(2 * OBJECT)
+        hashes = image_data.Digest([hashlib.md5()], None)
+        self.assertRefused(
+            lambda: self.client.write('img', io.BytesIO(data), hashes,
+                                      len(data)),
+            'VDI id 0x%x' % forged)
+        touched = [oid for opcode, oid, _offset, _length
+                   in self.sheep.requests
+                   if opcode in (proto.OP_CREATE_AND_WRITE_OBJ,
+                                 proto.OP_WRITE_OBJ) and
+                   (oid >> 32) & 0xffffff == victim.vid]
+        self.assertEqual([], touched)
+        self.assertEqual(kept, self.sheep.image_bytes('victim'))
+
+    def test_copies_beyond_sd_max_copies(self):
+        self.sheep.add_image('img', payload(OBJECT))
+        self.sheep.forged[proto.OP_GET_VDI_INFO] = {'copies': 200}
+        self.assertRefused(lambda: self.read('img', OBJECT),
+                           'copies 200', 'SD_MAX_COPIES')
+
+
+class InodeTest(HostileSheepTestCase):
+    """The inode's fields and its data_vdi_id entries."""
+
+    def test_block_size_shift_beyond_31(self):
+        image = self.sheep.add_image('img', payload(2 * OBJECT))
+        image.block_size_shift = 40
+        self.assertRefused(lambda: self.read('img', 2 * OBJECT),
+                           'block_size_shift 40')
+
+    def test_flat_vdi_size_beyond_2_20_objects(self):
+        # A delete zeroes the entries of every object vdi_size covers.
+        image = self.sheep.add_image('img', payload(OBJECT))
+        image.size = (1 << 64) - 1
+        self.assertRefused(
+            lambda: self.client.delete('127.0.0.1', self.sheep.port, 'img'),
+            'vdi_size %d' % image.size, 'OLD_MAX_DATA_OBJS')
+        self.assertIn(('img', 0), self.sheep.images)
+
+    def test_flat_vdi_size_at_2_20_objects_is_sheeps(self):
+        image = self.sheep.add_image('img', payload(OBJECT))
+        image.size = OBJECT << 20
+        self.assertEqual(image.size, self.client.size(
+            '127.0.0.1', self.sheep.port, 'img'))
+
+    def test_data_vdi_id_entry_beyond_sd_nr_vdis(self):
+        # Bit 63 again: object 1 of the forged owner is the image's own
+        # inode, whose bytes a reader would yield as the image's.
+        image = self.sheep.add_image('img', payload(2 * OBJECT))
+        forged = (1 << 31) | image.vid
+        image.table[1] = forged
+        self.assertRefused(lambda: self.read('img', 2 * OBJECT),
+                           'data_vdi_id entry 1', 'VDI 0x%x' % forged)
+
+    def test_parent_vdi_id_beyond_sd_nr_vdis(self):
+        image = self.sheep.add_image('img', payload(OBJECT))
+        image.parent = 1 << 24
+        self.assertRefused(lambda: self.read('img', OBJECT),
+                           'parent_vdi_id 0x%x' % image.parent)
+
+    def test_inode_of_another_vdi(self):
+        image = self.sheep.add_image('img', payload(OBJECT))
+        other = self.sheep.add_image('other', payload(OBJECT, seed=2))
+        self.sheep.by_vid[image.vid] = other
+        self.assertRefused(lambda: self.read('img', OBJECT),
+                           'inode of VDI 0x%x for VDI 0x%x' % (other.vid,
+                                                               image.vid))
+
+    def test_nr_copies_beyond_sd_max_copies(self):
+        image = self.sheep.add_image('img', payload(OBJECT))
+        image.nr_copies = 200
+        # The lookup's answer says something else: the inode is checked.
+        self.sheep.forged[proto.OP_GET_VDI_INFO] = {'copies': 3}
+        self.assertRefused(lambda: self.read('img', OBJECT),
+                           'nr_copies 200')
+
+    def test_erasure_code_sheep_cannot_make(self):
+        image = self.sheep.add_image('img', payload(OBJECT))
+        self.sheep.forged[proto.OP_GET_VDI_INFO] = {'copies': 4}
+        # 2 data strips (0x1_) and 2 parity: sheep keeps 4 copies.
+        image.copy_policy = 0x12
+        image.nr_copies = 4
+        self.assertEqual(payload(OBJECT), self.read('img', OBJECT))
+        image.nr_copies = 40
+        self.assertRefused(lambda: self.read('img', OBJECT),
+                           'copy_policy 0x12 and nr_copies 40')
+        image.copy_policy = 0x32
+        image.nr_copies = 8
+        self.assertRefused(lambda: self.read('img', OBJECT),
+                           'copy_policy 0x32')
+
+
+class NodeListTest(base.BaseTestCase):
+    """GET_NODE_LIST's entries."""
+
+    def test_more_nodes_than_sd_max_nodes(self):
+        # GET_NODE_LIST's buffer holds SD_MAX_NODES entries, so sheep
+        # cannot send more over the wire; unpacked, they are refused.
+        for size, most in ((80, 6144), (592, 830)):
+            entries = proto.pack_node('10.0.0.1', 7000, size) * (most + 1)
+            self.assertRaises(proto.ProtocolError, proto.unpack_node_list,
+                              entries, most + 1)
+            self.assertEqual(most, len(proto.unpack_node_list(
+                entries[:size * most], most)))
