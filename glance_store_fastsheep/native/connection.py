@@ -163,6 +163,13 @@ class Request(object):
         """Bytes of response data a success carries."""
         return self.length if self.opcode == proto.OP_READ_OBJ else 0
 
+    @property
+    def capacity(self):
+        """The most bytes of response data the request has room for."""
+        if self.opcode == proto.OP_GET_NODE_LIST:
+            return len(self.view)
+        return self.expected
+
     def accepts(self, data_length):
         """Whether a success may carry data_length bytes.
 
@@ -170,7 +177,7 @@ class Request(object):
         the buffer it offered; everything else exactly ``expected``.
         """
         if self.opcode == proto.OP_GET_NODE_LIST:
-            return data_length <= len(self.view)
+            return data_length <= self.capacity
         return data_length == self.expected
 
     def reads_inode(self):
@@ -424,6 +431,13 @@ class Session(Calls):
         checked against sheepdog's limits here, where the sheep that
         sent them is known (``proto.check_success``,
         ``proto.check_inode_read``).
+
+        A failure may carry data too: sheep's gateway answers a failed
+        read of an erasure-coded object with the length asked for
+        (``finish_requests`` in sheep/gateway.c sets it on every path).
+        Up to what the request has room for, that data is read into its
+        own buffer and dropped, and the result is sheep's: retried when
+        retryable, else raised as ``error_for`` says.
         """
         self._wait_start = timeutils.now()
         self._receive_into(self._header_view, 'a response header')
@@ -444,12 +458,15 @@ class Session(Calls):
                 '%s answered %s with opcode 0x%02x'
                 % (self.where(), request.describe(), response.opcode))
         if response.result != proto.SUCCESS:
-            if response.data_length:
+            if response.data_length > request.capacity:
                 raise proto.ProtocolError(
                     '%s sent %d bytes with %s to %s'
                     % (self.where(), response.data_length,
                        proto.result_text(response.result),
                        request.describe()))
+            if response.data_length:
+                self._receive_into(request.view[:response.data_length],
+                                   request.describe())
         elif not request.accepts(response.data_length):
             raise proto.ProtocolError(
                 '%s sent %d bytes for %s'

@@ -574,6 +574,12 @@ class FakeSheep(object):
         if kind == 'result':
             conn.sendall(proto.pack_response(req_id, opcode, argument))
             return True
+        if kind == 'result_with_data':
+            # A failed read of an erasure-coded object: sheep's gateway
+            # sends the length asked for with the result.
+            conn.sendall(proto.pack_response(req_id, opcode, argument,
+                                             length) + b'\x5a' * length)
+            return True
         if kind == 'truncate':
             conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
                                              length) + data[:argument])

@@ -187,3 +187,20 @@ class NodeListTest(base.BaseTestCase):
                               entries, most + 1)
             self.assertEqual(most, len(proto.unpack_node_list(
                 entries[:size * most], most)))
+
+
+class FailureWithDataTest(HostileSheepTestCase):
+    """A failed erasure-coded read answers its result with data."""
+
+    def test_retryable_result_with_data_is_retried(self):
+        data = payload(3 * OBJECT)
+        self.sheep.add_image('img', data)
+        self.sheep.fault = (2, 'result_with_data', 0x8F)  # SD_RES_AGAIN
+        self.assertEqual(data, self.read('img', len(data)))
+        self.assertFdsClosed()
+
+    def test_final_result_with_data_keeps_sheeps_code(self):
+        self.sheep.add_image('img', payload(3 * OBJECT))
+        self.sheep.fault = (2, 'result_with_data', 0x03)  # SD_RES_EIO
+        self.assertRefused(lambda: self.read('img', 3 * OBJECT),
+                           'answered SD_RES_EIO (I/O error) to READ_OBJ')
