@@ -374,6 +374,20 @@ def node_hash(node_id):
     return hash_next(fnv_64a(node_id))
 
 
+# The most vnodes a Ring is built of. Sheep gives each node 1 to 65535
+# (``sheep -V``, 16 bits in struct sd_node) and a cluster up to
+# SD_MAX_NODES members (internal_proto.h), so one GET_NODE_LIST answer
+# can name 400 million: minutes of hashing and tens of GiB here. With
+# automatic vnodes (the default) sheep gives a node SD_DEFAULT_VNODES
+# (128) weighted by its free space, about 128 a node in all
+# (recalculate_vnodes, sheep/group.c): this bound is a 1024-node
+# cluster's ring, built in well under a second. A larger one is not
+# built: reads then go through the gateway, as without a placement.
+MAX_RING_VNODES = 128 * 1024
+# The vnode counts over MAX_RING_VNODES already warned of.
+_TOO_LARGE = set()
+
+
 class Ring(object):
     """The vnode ring sheep places objects on, built from the members.
 
@@ -405,12 +419,22 @@ class Ring(object):
         """The ring of nodes, or None where placement is not known.
 
         Unknown: no members, an entry without what placement needs (a
-        fake sheep), or a build with disk vnodes (placed by disk).
+        fake sheep), a build with disk vnodes (placed by disk), or more
+        vnodes than MAX_RING_VNODES.
         """
         if not nodes or any(getattr(node, 'node_id', None) is None or
                             node.disks for node in nodes):
             return None
-        if not any(node.nr_vnodes for node in nodes):
+        total = sum(node.nr_vnodes for node in nodes)
+        if not total:
+            return None
+        if total > MAX_RING_VNODES:
+            # Once per size of member list, not once per transfer.
+            log = LOG.debug if total in _TOO_LARGE else LOG.warning
+            _TOO_LARGE.add(total)
+            log('The sheepdog members name %d vnodes on %d nodes, more '
+                'than the %d this client places objects over: reads go '
+                'through the gateway', total, len(nodes), MAX_RING_VNODES)
             return None
         return cls(nodes)
 

@@ -15,13 +15,15 @@ Each test has the fake answer one value no sheep of 0.9.5, 1.0.1 or
 master can send (forged response fields, a forged inode or object
 table), and checks that the client refuses it before sizing anything
 by it, with an error naming the sheep (address:port) and the value; or,
-where the value is one sheep can have, that the client's own work
-stays bounded.
+where the value is one sheep can have (a ring of 400 million vnodes),
+that the client's own work stays bounded.
 """
 
 import hashlib
 import io
+import logging
 
+import fixtures
 from glance_store import exceptions
 from oslotest import base
 
@@ -173,6 +175,30 @@ class InodeTest(HostileSheepTestCase):
         image.nr_copies = 8
         self.assertRefused(lambda: self.read('img', OBJECT),
                            'copy_policy 0x32')
+
+
+class SheepLimitTest(HostileSheepTestCase):
+    """Values sheep can have, whose cost here is bounded all the same."""
+
+    def test_ring_of_more_vnodes_than_the_bound_is_not_built(self):
+        # SD_MAX_NODES members of 65535 vnodes each: 400 million vnodes,
+        # each a hash here. The download reads through the gateway.
+        # DEBUG: another test of this process may have been warned first.
+        log = self.useFixture(fixtures.FakeLogger(
+            name='glance_store_fastsheep.native.cluster',
+            level=logging.DEBUG))
+        data = payload(2 * OBJECT)
+        self.sheep.add_image('img', data)
+        self.sheep.place(65535, 0)
+        for number in range(6143):
+            # Members that are never connected to: no request fails.
+            port = 1 + number
+            self.sheep.members.append(('127.0.0.2', port))
+            self.sheep._shared['placement'][port] = (65535, 1 + number)
+        self.assertEqual(data, self.read('img', len(data)))
+        self.assertIn('name %d vnodes on 6144 nodes' % (6144 * 65535),
+                      log.output)
+        self.assertFdsClosed()
 
 
 class NodeListTest(base.BaseTestCase):
