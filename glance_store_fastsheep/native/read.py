@@ -62,6 +62,11 @@ IN_FLIGHT_BYTES = 8 * units.Mi
 # object boundary, so the object size is the upper bound.
 MIN_REQUEST = 256 * units.Ki
 MIN_IN_FLIGHT = 2
+# Requests in flight at most, whatever their size: each is a Python
+# object here and a round of work for sheep. Objects smaller than
+# MIN_REQUEST (sheep serves any block_size_shift a NEW_VDI carried, down
+# to 2-byte objects) would otherwise put millions in flight.
+MAX_IN_FLIGHT = 256
 
 
 def _segments(table, offset, length, object_size, request_size):
@@ -116,7 +121,8 @@ class _RangeRead(object):
         object_size = inode.object_size
         self.request_size = min(object_size, max(settings.read_size,
                                                  MIN_REQUEST))
-        self.depth = max(MIN_IN_FLIGHT, IN_FLIGHT_BYTES // self.request_size)
+        self.depth = max(MIN_IN_FLIGHT, min(
+            MAX_IN_FLIGHT, IN_FLIGHT_BYTES // self.request_size))
         self.piece_size = min(settings.read_size, self.request_size)
         table = vdi_ops.Table(session, vid,
                               (offset + length - 1) // object_size)

@@ -15,8 +15,8 @@ Each test has the fake answer one value no sheep of 0.9.5, 1.0.1 or
 master can send (forged response fields, a forged inode or object
 table), and checks that the client refuses it before sizing anything
 by it, with an error naming the sheep (address:port) and the value; or,
-where the value is one sheep can have (a ring of 400 million vnodes),
-that the client's own work stays bounded.
+where the value is one sheep can have (2-byte objects, a ring of 400
+million vnodes), that the client's own work stays bounded.
 """
 
 import hashlib
@@ -29,6 +29,7 @@ from oslotest import base
 
 from glance_store_fastsheep import client
 from glance_store_fastsheep import image_data
+from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.tests import native_settings
@@ -177,8 +178,51 @@ class InodeTest(HostileSheepTestCase):
                            'copy_policy 0x32')
 
 
+class _EveryObject(dict):
+    """The fake's objects: every data object exists, 2 bytes of 'ab'."""
+
+    def get(self, oid, default=None):
+        return b'ab'
+
+
+class _EveryEntry(dict):
+    """An object table whose every entry names owner."""
+
+    def __init__(self, owner):
+        super(_EveryEntry, self).__init__()
+        self.owner = owner
+
+    def get(self, index, default=None):
+        return self.owner
+
+
 class SheepLimitTest(HostileSheepTestCase):
     """Values sheep can have, whose cost here is bounded all the same."""
+
+    def test_two_byte_objects_keep_few_reads_in_flight(self):
+        # Sheep serves any block_size_shift a NEW_VDI carried; 1 is 2-byte
+        # objects, 2^20 of them in a flat VDI of 2 MiB: a read depth of
+        # IN_FLIGHT_BYTES / 2 would send them all at once.
+        image = self.sheep.add_image('img', b'ab', block_size_shift=1)
+        image.size = 2 << 20
+        image.table = _EveryEntry(image.vid)
+        self.sheep.objects = _EveryObject()
+        batches = []
+        send = connection.Session.send
+
+        def counting_send(session, requests):
+            batches.append(len(requests))
+            return send(session, requests)
+
+        self.useFixture(fixtures.MockPatchObject(connection.Session, 'send',
+                                                 counting_send))
+        pieces = native_read.read_range(self.settings, '127.0.0.1',
+                                        self.sheep.port, 'img', 0,
+                                        image.size)
+        self.assertEqual(b'ab', next(pieces))
+        pieces.close()
+        self.assertLessEqual(max(batches), native_read.MAX_IN_FLIGHT)
+        self.assertFdsClosed()
 
     def test_ring_of_more_vnodes_than_the_bound_is_not_built(self):
         # SD_MAX_NODES members of 65535 vnodes each: 400 million vnodes,
