@@ -69,6 +69,53 @@ def windows(offset, length, window):
         pos = stop
 
 
+def count_windows(offset, length, window):
+    """How many windows ``windows`` yields, without yielding them."""
+    if length <= 0:
+        return 0
+    return (offset + length - 1) // window - offset // window + 1
+
+
+class Plan(object):
+    """The ranges of a download not started yet, in order.
+
+    Either what is left as one range, or the ``windows`` of it: held as
+    two offsets and a window size, never as a list, so that planning
+    does not cost memory or time in proportion to the image size (which
+    comes from the cluster, and a sheep may say anything up to 2^64).
+    """
+
+    def __init__(self, start, end, window=None):
+        self.start = start
+        self.end = end
+        self.window = window  # None: what is left is one range
+
+    def __len__(self):
+        if self.start >= self.end:
+            return 0
+        if self.window is None:
+            return 1
+        return count_windows(self.start, self.end - self.start, self.window)
+
+    def __bool__(self):
+        return self.start < self.end
+
+    __nonzero__ = __bool__
+
+    def popleft(self):
+        """The next range to read: (offset, length)."""
+        stop = self.end
+        if self.window is not None:
+            stop = min(stop, (self.start // self.window + 1) * self.window)
+        piece = (self.start, stop - self.start)
+        self.start = stop
+        return piece
+
+    def whole(self):
+        """Read what is left as one range."""
+        self.window = None
+
+
 def _anonymous_buffer(size):
     return mmap.mmap(-1, size)
 
@@ -370,14 +417,14 @@ class _Download(object):
         self.where = (address, port, name)
         self.window = window = settings.read_window
         self.end = offset + length
-        total = len(list(windows(offset, length, window)))
+        total = count_windows(offset, length, window)
         self.ramp = (make_ramp or ReaderRamp)(
             min(settings.read_concurrency, total))
         if self.ramp.level > 1:
-            self.plan = collections.deque(windows(offset, length, window))
+            self.plan = Plan(offset, self.end, window)
         else:
             # One reader for the whole range, until a second one pays.
-            self.plan = collections.deque([(offset, length)])
+            self.plan = Plan(offset, self.end)
         self.fetches = collections.deque()
         self.held = 0
         self.pool = BufferPool(settings.read_size)
@@ -408,10 +455,7 @@ class _Download(object):
     # Starting readers -------------------------------------------------
 
     def one_reader_for_the_rest(self):
-        if len(self.plan) > 1:
-            first, last = self.plan[0], self.plan[-1]
-            self.plan.clear()
-            self.plan.append((first[0], last[0] + last[1] - first[0]))
+        self.plan.whole()
 
     def split_the_last_reader(self):
         """Cut the reader that reads to the end into windows, if it pays.
@@ -425,7 +469,8 @@ class _Download(object):
         if (self.end - boundary >= window and
                 self.hold(self.in_windows() + 1) and
                 last.cut(boundary - last.offset)):
-            self.plan.extend(windows(boundary, self.end - boundary, window))
+            # The plan is empty here: the rest is the last reader's.
+            self.plan = Plan(boundary, self.end, window)
         else:
             self.ramp.hold(len(self.fetches))
 

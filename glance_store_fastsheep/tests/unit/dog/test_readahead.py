@@ -28,6 +28,57 @@ class WindowsTest(base.BaseTestCase):
         self.assertEqual([], list(readahead.windows(5, 0, 8)))
 
 
+class _Settings(object):
+    read_window = 4 << 20
+    read_concurrency = 4
+    read_size = 1 << 20
+
+
+class PlanTest(base.BaseTestCase):
+    """A download's plan costs the same whatever the image size."""
+
+    def test_count_windows_is_what_windows_yields(self):
+        for offset in (0, 1, 7, 8, 9):
+            for length in (0, 1, 7, 8, 9, 15, 16, 17, 40):
+                self.assertEqual(
+                    len(list(readahead.windows(offset, length, 8))),
+                    readahead.count_windows(offset, length, 8))
+
+    def test_plan_yields_the_windows(self):
+        plan = readahead.Plan(3, 18, 8)
+        self.assertEqual(3, len(plan))
+        got = []
+        while plan:
+            got.append(plan.popleft())
+        self.assertEqual(list(readahead.windows(3, 15, 8)), got)
+        self.assertEqual(0, len(plan))
+
+    def test_plan_of_the_rest_as_one_range(self):
+        plan = readahead.Plan(3, 18, 8)
+        plan.popleft()
+        plan.whole()
+        self.assertEqual(1, len(plan))
+        self.assertEqual((8, 10), plan.popleft())
+        self.assertFalse(plan)
+
+    def test_image_of_2_64_bytes(self):
+        # The size comes from the cluster: a sheep may say 2^64 - 1.
+        # Planning 2^42 windows of 4 MiB must not list them.
+        length = (1 << 64) - 1
+        download = readahead._Download(
+            _Settings(), '127.0.0.1', 7000, 'img', 0, length,
+            lambda most: readahead.ReaderRamp(most, start=most))
+        self.addCleanup(download.close)
+        self.assertEqual(_Settings.read_concurrency, download.ramp.level)
+        self.assertEqual(1 << 42, len(download.plan))
+        self.assertEqual((0, _Settings.read_window), download.plan.popleft())
+        download.one_reader_for_the_rest()
+        self.assertEqual([(_Settings.read_window,
+                           length - _Settings.read_window)],
+                         [download.plan.popleft()])
+        self.assertFalse(download.plan)
+
+
 class BufferPoolTest(base.BaseTestCase):
 
     def test_buffers_are_reused(self):
