@@ -39,8 +39,12 @@ LOG = logging.getLogger(__name__)
 MAX_NAME_BYTES = 255
 # Control characters and whitespace break `vdi list` lines, a leading
 # '-' is read as an option, ':' cannot survive the sheepdog://a:p:name
-# location form and '\\' is the escape character of `vdi list -r`.
-_BAD_NAME = re.compile(r'[\x00-\x20\x7f\\:]')
+# location form and '\\' is the escape character of `vdi list -r`. The
+# control characters are C0, DEL and C1 (U+0080-U+009F, U+0085 among
+# them), and the line and paragraph separators U+2028 and U+2029: with
+# \n, \r, \v, \f and \x1c-\x1e, every character str.splitlines splits
+# `vdi list` output on (listing.parse_list).
+_BAD_NAME = re.compile(u'[\x00-\x20\x7f-\x9f\u2028\u2029\\\\:]')
 _HOSTNAME = re.compile(r'^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?\Z')
 
 # The CLI's name (the default of sheepdog_store_command), and its name

@@ -16,6 +16,7 @@ import sys
 import fixtures
 from glance_store import exceptions
 from oslotest import base
+import six
 
 from glance_store_fastsheep.dog import command as dog_command
 from glance_store_fastsheep.tests.unit import base as test_base
@@ -37,6 +38,21 @@ class NameTest(base.BaseTestCase):
 
     def test_longest_accepted(self):
         self.assertEqual('x' * 255, dog_command.validate_name('x' * 255))
+
+    def test_every_line_break_of_splitlines_rejected(self):
+        # `vdi list` output is cut into lines by str.splitlines: a name
+        # holding any character it splits on would read as two lines.
+        breaks = [char for char in map(six.unichr, range(0x10000))
+                  if len((u'a' + char + u'b').splitlines()) > 1]
+        self.assertIn(u'\u2028', breaks)
+        self.assertIn(u'\x85', breaks)
+        for char in breaks:
+            self.assertRaises(ValueError, dog_command.validate_name,
+                              u'img' + char + u'x')
+
+    def test_other_characters_accepted(self):
+        for name in (u'image-\u00e9', u'\u00a0nbsp', u'\u4e2d\u6587'):
+            self.assertEqual(name, dog_command.validate_name(name))
 
 
 class AddressTest(base.BaseTestCase):
