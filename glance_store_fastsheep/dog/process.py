@@ -40,28 +40,40 @@ def spawn_transfer(argv, pipe_size, child_reads):
     /dev/null as the other stream and a temporary file as stderr, so
     that its error message survives without a second pipe to drain.
     Returns (proc, our end's fd, stderr file); the caller owns both.
+    When any step fails (no fd left for the pipe or /dev/null, no
+    process), nothing is left open: the BackendException says which.
     """
     stderr = tempfile.TemporaryFile()
-    read_fd, write_fd = os.pipe()
-    if child_reads:
-        ours, theirs = write_fd, read_fd
-    else:
-        ours, theirs = read_fd, write_fd
-    pipe.set_pipe_size(ours, pipe_size)
-    devnull = open(os.devnull, 'wb' if child_reads else 'rb')
-    streams = ({'stdin': theirs, 'stdout': devnull} if child_reads
-               else {'stdin': devnull, 'stdout': theirs})
+    ours = theirs = devnull = None
+    step = 'open a pipe for'
     try:
+        read_fd, write_fd = os.pipe()
+        if child_reads:
+            ours, theirs = write_fd, read_fd
+        else:
+            ours, theirs = read_fd, write_fd
+        pipe.set_pipe_size(ours, pipe_size)
+        step = 'open %s for' % os.devnull
+        devnull = open(os.devnull, 'wb' if child_reads else 'rb')
+        streams = ({'stdin': theirs, 'stdout': devnull} if child_reads
+                   else {'stdin': devnull, 'stdout': theirs})
+        step = 'run'
         proc = subprocess.Popen(argv, stderr=stderr, close_fds=True,
                                 **streams)
-    except OSError as exc:
-        os.close(ours)
+    except BaseException as exc:
+        if ours is not None:
+            os.close(ours)
         stderr.close()
-        raise exceptions.BackendException(
-            'cannot run %s: %s' % (argv[0], exc))
+        if isinstance(exc, (IOError, OSError)):
+            # IOError: Python 2's open().
+            raise exceptions.BackendException(
+                'cannot %s %s: %s' % (step, argv[0], exc))
+        raise
     finally:
-        os.close(theirs)
-        devnull.close()
+        if theirs is not None:
+            os.close(theirs)
+        if devnull is not None:
+            devnull.close()
     return proc, ours, stderr
 
 

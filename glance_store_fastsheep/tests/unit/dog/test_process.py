@@ -30,6 +30,37 @@ class _Settings(object):
         self.dog = command.DogCommand(dog, 5)
 
 
+class SpawnTest(base.BaseTestCase):
+    """spawn_transfer leaves nothing open when a step fails."""
+
+    def open_fds(self):
+        return sorted(os.listdir('/proc/self/fd'))
+
+    def test_no_dev_null_leaves_no_fd(self):
+        missing = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                               'no', 'null')
+        self.useFixture(fixtures.MockPatchObject(os, 'devnull', missing))
+        for child_reads in (True, False):
+            before = self.open_fds()
+            exc = self.assertRaises(
+                exceptions.BackendException, process.spawn_transfer,
+                ['/bin/true'], 65536, child_reads)
+            self.assertIn('cannot open %s for /bin/true' % missing,
+                          str(exc))
+            self.assertEqual(before, self.open_fds())
+
+    def test_no_process_leaves_no_fd(self):
+        missing = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                               'dog')
+        for child_reads in (True, False):
+            before = self.open_fds()
+            exc = self.assertRaises(
+                exceptions.BackendException, process.spawn_transfer,
+                [missing], 65536, child_reads)
+            self.assertIn('cannot run %s' % missing, str(exc))
+            self.assertEqual(before, self.open_fds())
+
+
 class DogProcessTest(base.BaseTestCase):
     """Both directions: the exit checked, the error mapped, the kill."""
 
