@@ -298,15 +298,40 @@ def _label(item):
     return None
 
 
+def _uri(value, where):
+    """value if it is a URI; else InputError, as for a line of text."""
+    if not isinstance(value, six.string_types) or '://' not in value:
+        raise InputError('%s: %s is not a URI'
+                         % (where, json.dumps(value)[:200]))
+    return value
+
+
+def _location(value, image, where):
+    """The Location of a location object (url, metadata) or a URI.
+
+    Anything else is an InputError: malformed input must exit ERROR,
+    never SOME_UNSERVED (or a traceback, which exits 1 too).
+    """
+    if isinstance(value, dict):
+        if 'url' not in value:
+            raise InputError('%s: a location object without "url"' % where)
+        metadata = value.get('metadata') or {}
+        if not isinstance(metadata, dict):
+            raise InputError('%s: the metadata of location %s is not an '
+                             'object' % (where, json.dumps(value['url'])))
+        return Location(image, _uri(value['url'], where), metadata)
+    return Location(image, _uri(value, where), {})
+
+
 def _locations_of(item, where):
     """The Locations of one JSON value: an image, a location or a URI."""
     if isinstance(item, six.string_types):
-        return [Location(None, item, {})]
+        return [_location(item, None, where)]
     if not isinstance(item, dict):
         raise InputError('%s: expected an image object, a location object '
                          'or a URI, got %s' % (where, type(item).__name__))
     if 'url' in item:
-        return [Location(None, item['url'], item.get('metadata') or {})]
+        return [_location(item, None, where)]
     image = _label(item)
     # glance's API puts them at the top; ``openstack image show`` moves
     # every field it does not list itself into ``properties``.
@@ -316,11 +341,12 @@ def _locations_of(item, where):
     fields.update(item)
     found = fields.get('locations')
     if found:
-        return [Location(image, loc['url'], loc.get('metadata') or {})
-                if isinstance(loc, dict) else Location(image, loc, {})
-                for loc in found]
+        if not isinstance(found, list):
+            raise InputError('%s: the locations of image %s are not a list'
+                             % (where, image or '(no id)'))
+        return [_location(loc, image, where) for loc in found]
     if fields.get('direct_url'):
-        return [Location(image, fields['direct_url'], {})]
+        return [_location(fields['direct_url'], image, where)]
     raise InputError(
         '%s: image %s carries no locations nor direct_url. '
         '`openstack image list --long` never shows locations; give '

@@ -523,6 +523,26 @@ class InputTest(LocationsTest):
     def test_empty(self):
         self.assertRaises(locations.InputError, self.parse, '\n \n')
 
+    def test_malformed_json_exits_error(self):
+        # Exit 1 says "some locations unserved": never for bad input, nor
+        # by a traceback (which exits 1 too).
+        conf = self.pike_conf()
+        for text in ('{"locations": [{"metadata": {}}]}',
+                     '{"locations": [5]}',
+                     '{"url": 5}',
+                     '[{"url": null}]',
+                     '{"direct_url": 5}',
+                     '{"locations": "sheepdog://a"}',
+                     '{"id": "i1", "locations": {"url": "sheepdog://a"}}',
+                     '{"properties": {"locations": 7}}',
+                     '{"url": "sheepdog://a", "metadata": "x"}',
+                     '"image-name"'):
+            status, out, err = self.run_main('--config-file', conf,
+                                             stdin=six.StringIO(text))
+            self.assertEqual((locations.ERROR, ''), (status, out), text)
+            self.assertIn('fastsheep-locations: bad input: JSON value at '
+                          'character 0: ', err)
+
     def test_bad_input_exit_status(self):
         status, out, err = self.run_main(
             '--config-file', self.pike_conf(),
