@@ -576,9 +576,13 @@ class FakeSheep(object):
             return True
         if kind == 'result_with_data':
             # A failed read of an erasure-coded object: sheep's gateway
-            # sends the length asked for with the result.
-            conn.sendall(proto.pack_response(req_id, opcode, argument,
-                                             length) + b'\x5a' * length)
+            # sends the length asked for with the result. argument: the
+            # result, or (result, bytes more than asked).
+            result, extra = (argument if isinstance(argument, tuple)
+                             else (argument, 0))
+            conn.sendall(proto.pack_response(req_id, opcode, result,
+                                             length + extra) +
+                         b'\x5a' * (length + extra))
             return True
         if kind == 'truncate':
             conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,

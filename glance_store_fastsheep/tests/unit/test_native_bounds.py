@@ -100,6 +100,17 @@ class ResponseFieldTest(HostileSheepTestCase):
         self.assertEqual([], touched)
         self.assertEqual(kept, self.sheep.image_bytes('victim'))
 
+    def test_attribute_vdi_id_beyond_sd_nr_vdis(self):
+        # The partial marker's slot is read at (vdi_id, attr_id).
+        forged = 1 << 24
+        self.sheep.forged[proto.OP_GET_VDI_ATTR] = {'vdi_id': forged}
+        data = payload(OBJECT)
+        hashes = image_data.Digest([hashlib.md5()], None)
+        self.assertRefused(
+            lambda: self.client.write('img', io.BytesIO(data), hashes,
+                                      len(data)),
+            'attribute VDI id 0x%x' % forged)
+
     def test_copies_beyond_sd_max_copies(self):
         self.sheep.add_image('img', payload(OBJECT))
         self.sheep.forged[proto.OP_GET_VDI_INFO] = {'copies': 200}
@@ -245,6 +256,18 @@ class SheepLimitTest(HostileSheepTestCase):
         self.assertFdsClosed()
 
 
+class ObjectIdTest(base.BaseTestCase):
+    """No object id is built from a VDI id or index outside its bits."""
+
+    def test_vdi_id_and_index_must_fit(self):
+        self.assertEqual(0x0000001000000005, proto.data_oid(0x10, 5))
+        for vid, index in ((1 << 24, 0), (0x10, 1 << 20), (0x10, -1)):
+            self.assertRaises(ValueError, proto.data_oid, vid, index)
+        self.assertRaises(ValueError, proto.vdi_oid, 1 << 31)
+        self.assertRaises(ValueError, proto.attr_oid, 1 << 24, 0)
+        self.assertRaises(ValueError, proto.attr_oid, 0x10, 1 << 32)
+
+
 class NodeListTest(base.BaseTestCase):
     """GET_NODE_LIST's entries."""
 
@@ -268,6 +291,12 @@ class FailureWithDataTest(HostileSheepTestCase):
         self.sheep.fault = (2, 'result_with_data', 0x8F)  # SD_RES_AGAIN
         self.assertEqual(data, self.read('img', len(data)))
         self.assertFdsClosed()
+
+    def test_more_data_than_asked_is_still_refused(self):
+        self.sheep.add_image('img', payload(OBJECT))
+        self.sheep.fault = (1, 'result_with_data', (0x03, 1))
+        self.assertRefused(lambda: self.read('img', OBJECT),
+                           'sent %d bytes with SD_RES_EIO' % (OBJECT + 1))
 
     def test_final_result_with_data_keeps_sheeps_code(self):
         self.sheep.add_image('img', payload(3 * OBJECT))
