@@ -253,6 +253,9 @@ class SheepdogCluster(fixtures.Fixture):
         ``collie`` first on PATH for the test, as a host with sheepdog
         installed has them (Pike's in-tree driver runs a bare ``collie``
         or ``dog``).
+    :param block_size_shift: the cluster's object size as a power of 2
+        (``dog cluster format -z``, sheepdog 1.0 on); None: sheep's
+        default, 4 MiB.
 
     ``port`` is the first node's: the gateway a driver is pointed at.
     """
@@ -262,7 +265,7 @@ class SheepdogCluster(fixtures.Fixture):
     client = 'native'
 
     def __init__(self, nodes=1, copies=1, put_on_path=False,
-                 install_prefix=None):
+                 install_prefix=None, block_size_shift=None):
         super(SheepdogCluster, self).__init__()
         if copies > nodes:
             raise ValueError('copies (%d) > nodes (%d)' % (copies, nodes))
@@ -270,6 +273,7 @@ class SheepdogCluster(fixtures.Fixture):
         self.copies = copies
         self.put_on_path = put_on_path
         self.install_prefix = install_prefix
+        self.block_size_shift = block_size_shift
 
     def _setUp(self):
         self.prefix = self.install_prefix or prefix()
@@ -378,7 +382,10 @@ class SheepdogCluster(fixtures.Fixture):
         return out
 
     def format(self, timeout=30):
-        self.check_dog('cluster', 'format', '-c', str(self.copies))
+        args = ['-c', str(self.copies)]
+        if self.block_size_shift is not None:
+            args += ['-z', str(self.block_size_shift)]
+        self.check_dog('cluster', 'format', *args)
         self.wait_until_running(timeout)
 
     def wait_until_running(self, timeout=30):
