@@ -28,7 +28,7 @@ from fastpath_integration.bench import report
 from fastpath_integration.bench import runner
 
 SECTIONS = ('sheepdog', 'readahead', 'metriccache', 'fnmatch', 'services',
-            'real', 'concurrent', 'failover')
+            'real', 'concurrent', 'failover', 'faults')
 
 
 def main(argv=None):
