@@ -163,6 +163,37 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         except STORE_ERRORS as exc:
             return exc
 
+    # -- the proxy itself ---------------------------------------------------
+
+    def test_proxy_parses_what_dog_sends(self):
+        # sheep's own client through the proxy, with no fault: the
+        # framing the proxy reads (written from sheepdog's headers) is
+        # dog's, the bytes arrive whole, and a forged answer is read by
+        # dog as sheep's.
+        name = image_name()
+        data = os.urandom(OBJECT) + os.urandom(5)
+        port = self.proxy.port
+        for args in (('vdi', 'create', name, str(len(data))),
+                     ('vdi', 'write', name, '0', str(len(data)))):
+            self.sheep.check_dog(*args, port=port, stdin=data)
+        self.assertEqual(data, self.sheep.check_dog(
+            'vdi', 'read', name, '0', str(len(data)), port=port))
+        self.assertEqual(
+            [name], [request.name for request in self.proxy.requests(
+                fault_proxy.NEW_VDI)])
+        writes = self.proxy.requests(fault_proxy.CREATE_AND_WRITE_OBJ)
+        self.assertEqual([0, 1], sorted(request.oid & 0xffffffff
+                                        for request in writes))
+        self.assertEqual(len(data), sum(len(request.data)
+                                        for request in writes))
+        self.proxy.add(fault_proxy.forge(fault_proxy.on(
+            fault_proxy.GET_VDI_INFO), fault_proxy.NO_VDI))
+        code, _out, err = self.sheep.dog('vdi', 'read', name, port=port)
+        self.assertNotEqual(0, code)
+        self.assertIn(b'No VDI found', err)
+        self.assertEqual(data, self.sheep.vdi_bytes(name))
+        self.assertNoLeftovers([name])
+
     # -- finding 1 ----------------------------------------------------------
 
     def test_late_size_write_cannot_truncate_an_upload(self):
