@@ -505,8 +505,10 @@ class _Link(object):
             with self.client_lock:
                 self.client_alive = False
                 _close(self.client)
-            self.finished.set()
+            # Closed before finished is set: a test that waits for it
+            # then counts its fds.
             _close(self.upstream)
+            self.finished.set()
 
     def close(self):
         with self.client_lock:
