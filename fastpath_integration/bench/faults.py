@@ -35,7 +35,9 @@ TABLE = runner.Table(
     'forged requests, killed and frozen sheep; counts after a quiet '
     'period.',
     (('runs', 'runs'), ('silent corruptions', 'silent_corruptions'),
-     ('leaks', 'leaks'), ('lost images', 'lost_images'),
+     ('leaks', 'leaks'),
+     ('left on a killed sheep', 'down_node_leftovers'),
+     ('lost images', 'lost_images'),
      ('unclear failures', 'unclear_failures'),
      ('clear failures', 'clear_failures')))
 CAMPAIGN = TABLE.row('fault_campaign', 'campaign')
@@ -46,6 +48,10 @@ RATIOS = (
                  key='silent_corruptions', op='<=', bound=0),
     runner.ratio('fault_campaign_leaks', CAMPAIGN, key='leaks', op='<=',
                  bound=0),
+    # Reported: runs whose only leftovers a sheep killed in the run
+    # kept (sheep_objects.Census.down_leftovers).
+    runner.ratio('fault_campaign_down_node_leftovers', CAMPAIGN,
+                 key='down_node_leftovers'),
 )
 
 

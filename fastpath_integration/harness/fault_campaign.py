@@ -43,6 +43,11 @@ nodes. The run is then checked with a new store without the proxy:
   (``sheep_objects.Census``) that no image of the campaign's "glance"
   (the uploads that succeeded and were not deleted) accounts for, after
   the quiet period, and again once the run's images are deleted.
+  Objects that only a sheep killed in the run holds are counted apart
+  (``down_node_leftovers``, each printed): sheep removes an object from
+  the holders alive at the time, and a sheep restarted with its store
+  keeps its copy (no tombstone), whoever sent the removal; ``dog vdi
+  delete`` leaves the same.
 
 A failing run is reproduced alone with its seed: ``tox -e faults --
 --seed N`` or ``FASTPATH_FAULTS_SEED=N``. ``tox -e faults`` runs
@@ -213,6 +218,9 @@ class Results(object):
         self.leaked_vdis = 0
         self.leaked_objects = 0
         self.leaked_attributes = 0
+        # Runs that left objects only on a sheep killed in the run
+        # (``Census.down_leftovers``): sheep's, not counted as leaks.
+        self.down_node_leftovers = 0
         self.clear_failures = 0
         self.successes = 0
         self.failed_runs = []
@@ -230,6 +238,7 @@ class Results(object):
                 'leaked_vdis': self.leaked_vdis,
                 'leaked_objects': self.leaked_objects,
                 'leaked_attributes': self.leaked_attributes,
+                'down_node_leftovers': self.down_node_leftovers,
                 'clear_failures': self.clear_failures,
                 'successes': self.successes,
                 'failed_seeds': [seed for seed, _why in self.failed_runs]}
@@ -319,10 +328,13 @@ class Campaign(object):
         self.say('faults: run %d seed %d: %s' % (
             self.results.runs + 1, seed, plan.describe()))
         findings = []
-        baseline = set(sheep_objects.Census(self.cluster).leaks())
+        baseline = set(line for line, _holders in
+                       sheep_objects.Census(self.cluster).unaccounted())
         proxy = fault_proxy.FaultProxy(self.cluster.nodes[0].port)
         proxy.setUp()
         self._timers = []
+        # Indexes of the sheep this run killed.
+        self._killed = set()
         # Names of the images found corrupted: each counts once.
         self._corrupted = set()
         entry_points = [node.port for node in self.cluster.nodes[1:]]
@@ -374,6 +386,7 @@ class Campaign(object):
         """
         node = self.cluster.nodes[fault['node']]
         if fault['kind'] == 'kill':
+            self._killed.add(fault['node'])
             # Dead before the request goes on; reaped (which waits for
             # its logger) beside it, and joined before the quiet period
             # starts it again.
@@ -492,8 +505,9 @@ class Campaign(object):
                         image.name, 'delete failed' if image.delete_failed
                         else 'active', size, got, dog, image.result))
                 self._corrupted.add(image.name)
-        leaked = set(sheep_objects.Census(self.cluster).leaks(live)) - (
-            baseline)
+        census = sheep_objects.Census(self.cluster)
+        leaked = set(census.leaks(live, self._killed)) - baseline
+        left = set(census.down_leftovers(live, self._killed)) - baseline
         # The run's images go: a delete that failed is retried here.
         for image in plan.images:
             if image.name not in live:
@@ -503,7 +517,15 @@ class Campaign(object):
             except errors as exc:
                 findings.append('delete of %s after the quiet period failed:'
                                 ' %s' % (image.name, exc))
-        leaked |= set(sheep_objects.Census(self.cluster).leaks()) - baseline
+        census = sheep_objects.Census(self.cluster)
+        leaked |= set(census.leaks(down=self._killed)) - baseline
+        left |= set(census.down_leftovers(down=self._killed)) - baseline
+        if left:
+            self.results.down_node_leftovers += 1
+            for line in sorted(left):
+                self.say('faults:   seed %d: left on a sheep killed in the '
+                         'run (sheep keeps it; not a leak): %s'
+                         % (plan.seed, line))
         if leaked:
             self.results.leaks += 1
             for line in leaked:
