@@ -131,6 +131,16 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
             for link in list(proxy.links):
                 link.finished.wait(30)
 
+    def size_get_delete(self, loc):
+        """What get_size, get and delete of loc return or raise, in turn."""
+        outcomes = []
+        for call in (self.sd.get_size, self.sd.get, self.sd.delete):
+            try:
+                outcomes.append(call(loc))
+            except STORE_ERRORS as exc:
+                outcomes.append(exc)
+        return outcomes
+
     def log_outcome(self, text):
         self.addDetail('outcome', content.text_content(text))
         self.addDetail('requests', content.text_content('\n'.join(
@@ -315,14 +325,7 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         self.sheep.create_vdi(volume, os.urandom(MIB))
         digest = self.sheep.vdi_digest(volume)
         loc = self.location(volume)
-        outcomes = []
-        for call in (lambda: self.sd.get_size(loc),
-                     lambda: self.sd.get(loc),
-                     lambda: self.sd.delete(loc)):
-            try:
-                outcomes.append(call())
-            except STORE_ERRORS as exc:
-                outcomes.append(exc)
+        outcomes = self.size_get_delete(loc)
         self.log_outcome('get_size, get, delete: %r' % (outcomes,))
         for outcome in outcomes:
             self.assertIsInstance(outcome, STORE_ERRORS)
@@ -340,14 +343,7 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         listener = self.add_proxy(self.sheep.nodes[1].port)
         loc = self.location('sheepdog://127.0.0.1:%d:%s' % (listener.port,
                                                             name))
-        outcomes = []
-        for call in (lambda: self.sd.get_size(loc),
-                     lambda: self.sd.get(loc),
-                     lambda: self.sd.delete(loc)):
-            try:
-                outcomes.append(call())
-            except STORE_ERRORS as exc:
-                outcomes.append(exc)
+        outcomes = self.size_get_delete(loc)
         self.log_outcome('get_size, get, delete: %r; connections: %d' % (
             outcomes, listener.accepted))
         self.assertEqual(0, listener.accepted)

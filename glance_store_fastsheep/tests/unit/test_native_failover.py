@@ -194,10 +194,11 @@ class ReadFailoverTest(FailoverTestCase):
         self.assertNothingLeft()
 
 
-class WriteFailoverTest(FailoverTestCase):
+class ClientTestCase(FailoverTestCase):
+    """A native client of the first sheep, and an upload that must work."""
 
     def setUp(self):
-        super(WriteFailoverTest, self).setUp()
+        super(ClientTestCase, self).setUp()
         self.settings = Settings(self.first.port)
         self.client = client.get_client(self.settings)
 
@@ -209,6 +210,9 @@ class WriteFailoverTest(FailoverTestCase):
         self.assertEqual(hashlib.md5(data).hexdigest(),
                          hashes.hashers[0].hexdigest())
         return written
+
+
+class WriteFailoverTest(ClientTestCase):
 
     def test_sheep_killed_after_a_write_before_its_reply(self):
         data = os.urandom(20 * OBJECT + 5)

@@ -18,8 +18,6 @@ The cluster becomes unreachable by closing the second fake sheep and
 freezing the first mid-upload: the cleanup then has no member to go to.
 """
 
-import hashlib
-import io
 import os
 
 from glance_store import exceptions
@@ -28,26 +26,13 @@ from glance_store_fastsheep import client
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
 from glance_store_fastsheep.tests.unit import fake_sheep
-from glance_store_fastsheep.tests.unit import test_native_client
 from glance_store_fastsheep.tests.unit import test_native_failover
 
 OBJECT = test_native_failover.OBJECT
 KEY = vdi_ops.PARTIAL_KEY
 
 
-class PartialTest(test_native_failover.FailoverTestCase):
-
-    def setUp(self):
-        super(PartialTest, self).setUp()
-        self.client = client.get_client(
-            test_native_failover.Settings(self.first.port))
-
-    def write(self, data):
-        hashes = test_native_client.digest()
-        self.assertEqual(len(data), self.client.write(
-            'img', io.BytesIO(data), hashes, len(data)))
-        self.assertEqual(hashlib.md5(data).hexdigest(),
-                         hashes.hashers[0].hexdigest())
+class PartialTest(test_native_failover.ClientTestCase):
 
     def marker(self, name='img'):
         """The marker's (name, ctime, key, value), or None if deleted."""

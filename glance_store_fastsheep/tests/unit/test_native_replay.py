@@ -20,8 +20,6 @@ connection reset unanswered, and ``land_held`` carries it out later, as
 sheep carries out a request that fully arrived after the client left.
 """
 
-import hashlib
-import io
 import os
 
 from glance_store import exceptions
@@ -31,25 +29,12 @@ from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.native import vdi as vdi_ops
-from glance_store_fastsheep.tests.unit import test_native_client
 from glance_store_fastsheep.tests.unit import test_native_failover
 
 OBJECT = test_native_failover.OBJECT
 
 
-class ReplayTest(test_native_failover.FailoverTestCase):
-
-    def setUp(self):
-        super(ReplayTest, self).setUp()
-        self.client = client.get_client(
-            test_native_failover.Settings(self.first.port))
-
-    def write(self, data):
-        hashes = test_native_client.digest()
-        self.assertEqual(len(data), self.client.write(
-            'img', io.BytesIO(data), hashes, len(data)))
-        self.assertEqual(hashlib.md5(data).hexdigest(),
-                         hashes.hashers[0].hexdigest())
+class ReplayTest(test_native_failover.ClientTestCase):
 
     def retry(self, data):
         # A new store: glance retries from another request.
