@@ -42,6 +42,7 @@ import pwd
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import fixtures
@@ -368,10 +369,17 @@ class SheepdogCluster(fixtures.Fixture):
             (node.port for node in self.nodes if node.running), self.port)
         argv = [self.dog_path] + list(args) + [
             '-a', self.address, '-p', str(port)]
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, close_fds=True)
-        out, err = proc.communicate(kwargs.get('stdin'))
+        # stdin from a file, not a pipe: under eventlet's monkey patch,
+        # communicate() writing a pipe to a dog that talks to a sheep
+        # proxied in this very process spun without end (the proxy's
+        # greenthreads never ran), while reading dog's output does not.
+        with tempfile.TemporaryFile() as stdin:
+            stdin.write(kwargs.get('stdin') or b'')
+            stdin.seek(0)
+            proc = subprocess.Popen(argv, stdin=stdin,
+                                    stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, close_fds=True)
+            out, err = proc.communicate()
         return proc.returncode, out, err
 
     def check_dog(self, *args, **kwargs):
