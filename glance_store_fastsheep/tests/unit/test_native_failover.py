@@ -211,6 +211,16 @@ class ClientTestCase(FailoverTestCase):
                          hashes.hashers[0].hexdigest())
         return written
 
+    def cut_off_upload(self, data):
+        """An upload whose sheep stalls with no member left; its vid."""
+        self.second.close()
+        self.recount_fds()
+        vid = self.first.next_vid
+        self.first.reply_fault = (proto.OP_CREATE_AND_WRITE_OBJ, 4, 'stall')
+        self.assertRaises(exceptions.BackendException, self.write, data)
+        self.first.reply_fault = None
+        return vid
+
 
 class WriteFailoverTest(ClientTestCase):
 

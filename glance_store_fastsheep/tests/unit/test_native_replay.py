@@ -44,12 +44,7 @@ class ReplayTest(test_native_failover.ClientTestCase):
 
     def leave_partial(self, data):
         """An upload cut off with no member left; its vid."""
-        self.second.close()
-        self.recount_fds()
-        vid = self.first.next_vid
-        self.first.reply_fault = (proto.OP_CREATE_AND_WRITE_OBJ, 4, 'stall')
-        self.assertRaises(exceptions.BackendException, self.write, data)
-        self.first.reply_fault = None
+        vid = self.cut_off_upload(data)
         self.assertTrue(self.marked(vdi_ops.PARTIAL_KEY, vid))
         return vid
 
