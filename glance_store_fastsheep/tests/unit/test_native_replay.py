@@ -42,6 +42,15 @@ class ReplayTest(test_native_failover.ClientTestCase):
             test_native_failover.Settings(self.first.port))
         return self.write(data)
 
+    def set_marker(self, mark):
+        """mark (a vdi marker setter) the current VDI img, as a late copy."""
+        session = cluster.FailoverSession(
+            test_native_failover.Settings(self.first.port), 'img')
+        try:
+            mark(session, 'img', vdi_ops.look_up(session, 'img'))
+        finally:
+            session.close()
+
     def leave_partial(self, data):
         """An upload cut off with no member left; its vid."""
         vid = self.cut_off_upload(data)
@@ -99,13 +108,7 @@ class ReplayTest(test_native_failover.ClientTestCase):
         # completed; an upload of the same id must still be Duplicate.
         data = os.urandom(3 * OBJECT)
         self.write(data)
-        session = cluster.FailoverSession(
-            test_native_failover.Settings(self.first.port), 'img')
-        try:
-            current = vdi_ops.look_up(session, 'img')
-            vdi_ops.mark_partial(session, 'img', current)
-        finally:
-            session.close()
+        self.set_marker(vdi_ops.mark_partial)
         self.assertRaises(exceptions.Duplicate, self.retry,
                           os.urandom(3 * OBJECT))
         self.assertEqual(data, self.first.image_bytes('img'))
@@ -166,13 +169,7 @@ class ReplayTest(test_native_failover.ClientTestCase):
         # upload finishes that delete and writes the image.
         data = os.urandom(6 * OBJECT)
         vid = self.leave_partial(data)
-        session = cluster.FailoverSession(
-            test_native_failover.Settings(self.first.port), 'img')
-        try:
-            old = vdi_ops.look_up(session, 'img')
-            vdi_ops.mark_deleting(session, 'img', old)
-        finally:
-            session.close()
+        self.set_marker(vdi_ops.mark_deleting)
         self.retry(data)
         self.assertNotEqual(vid, self.first.images['img', 0].vid)
         self.assertEqual(data, self.first.image_bytes('img'))
