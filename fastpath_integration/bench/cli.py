@@ -24,6 +24,7 @@ import platform
 import sys
 import time
 
+from fastpath_integration.bench import progress
 from fastpath_integration.bench import report
 from fastpath_integration.bench import runner
 
@@ -60,16 +61,21 @@ def main(argv=None):
                      % ', '.join(sorted(wanted - set(SECTIONS))))
     results = runner.Report()
     started = time.time()
-    for name, module in zip(SECTIONS, modules):
-        if name not in wanted:
-            continue
-        sys.stderr.write('bench: running %s\n' % name)
-        results.tables += [v for v in vars(module).values()
-                           if isinstance(v, runner.Table)]
-        try:
-            module.run(args, results)
-        finally:
-            results.evaluate(module.RATIOS, args)
+    chosen = [(name, module) for name, module in zip(SECTIONS, modules)
+              if name in wanted]
+    results.progress = progress.Progress(sum(
+        len(table.rows) for _name, module in chosen
+        for table in _tables(module)))
+    try:
+        for name, module in chosen:
+            results.progress.start_section(name)
+            results.tables += _tables(module)
+            try:
+                module.run(args, results)
+            finally:
+                results.evaluate(module.RATIOS, args)
+    finally:
+        results.progress.close()
     meta = {'python': platform.python_version(), 'cpus': os.cpu_count(),
             'machine': platform.machine(), 'size_bytes': args.size_bytes,
             'quick': args.quick, 'wall_s': round(time.time() - started, 1),
@@ -86,3 +92,8 @@ def main(argv=None):
     if missed:
         sys.stderr.write('bench: targets missed: %s\n' % ', '.join(missed))
     return 1 if missed and args.strict else 0
+
+
+def _tables(module):
+    return [value for value in vars(module).values()
+            if isinstance(value, runner.Table)]

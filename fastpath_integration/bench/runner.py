@@ -23,6 +23,7 @@ import collections
 import operator
 import sys
 
+from fastpath_integration.bench import progress
 from fastpath_integration.bench import workers
 
 THROUGHPUT = (('MB/s', 'mb_s'), ('size MiB', 'size_mib'),
@@ -140,17 +141,21 @@ class Report(object):
         self.notes = []
         self.vars = {}
         self.tables = []
+        # The runner's (cli.main); silent for a Report used alone.
+        self.progress = progress.Silent()
 
     def add(self, row, **metrics):
         for key in MEDIANS:
             if isinstance(metrics.get(key), list):
                 metrics[key] = round(workers.median(metrics[key]), 2)
         self.rows.setdefault(row.key(self), {}).update(metrics)
+        self.progress.recorded(row.key(self))
 
     def failed(self, row, exc):
         lines = [line for line in str(exc).splitlines() if line.strip()]
         self.rows[row.key(self)] = {'status': 'FAILED: %s' % (
             lines[-1].strip()[:300] if lines else type(exc).__name__)}
+        self.progress.recorded(row.key(self))
         sys.stderr.write('bench: row %s FAILED:\n%s\n' % (row.key(self), exc))
 
     def note(self, text):
@@ -158,6 +163,7 @@ class Report(object):
 
     def measure(self, row, function, params, python=None, env=None):
         """function(params) in a worker; its result recorded as ``row``."""
+        self.progress.start_row(row.key(self))
         try:
             result = workers.run(function, params, python, env)
         except RuntimeError as exc:
@@ -180,11 +186,17 @@ class Report(object):
         merged = {}
         for number in range(rounds):
             for row, params in rows if number % 2 == 0 else rows[::-1]:
+                self.progress.start_row(row.key(self), number + 1, rounds)
                 try:
                     result = function(params) if here else workers.run(
                         function, dict(params, repeats=1), env=env)
                 except RuntimeError as exc:
+                    # No round of these rows runs any more: the others
+                    # are done as far as this run goes.
+                    for other, _params in rows:
+                        self.progress.recorded(other.key(self))
                     return self.failed(row, exc)
+                self.progress.round_done(row.key(self), rounds)
                 both = merged.setdefault(row, dict(result, times_s=[], **{
                     key: [] for key in MEDIANS if key in result}))
                 both['times_s'] += result['times_s']
