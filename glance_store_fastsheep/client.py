@@ -103,6 +103,14 @@ class Client(object):
     def delete(self, address, port, name):
         """Delete image ``name``; NotFound if it does not exist."""
 
+    @abc.abstractmethod
+    def vdis(self):
+        """The current VDIs of the configured cluster, as (name, size).
+
+        Snapshots and deleted VDIs are left out. Read-only: for the
+        orphan audit, which compares them with glance's locations.
+        """
+
 
 class ClientError(Exception):
     """A configuration the chosen client cannot work with."""

@@ -102,18 +102,20 @@ DESCRIPTION = ('Say which backend of a glance-api config serves each image '
                'input.')
 
 
-def load_config(args):
+def load_config(args, cli_opts=None, prog='fastsheep-locations',
+                description=DESCRIPTION):
     """A ConfigOpts read as glance-api reads its files, and the CLI options.
 
     args are command-line arguments: ``--config-file``/``--config-dir``
     as glance-api takes them, else glance-api's own default files.
+    cli_opts are the command's own (this one's by default).
     """
     conf = cfg.ConfigOpts()
     conf.register_opt(ENABLED_BACKENDS)
-    conf.register_cli_opts(CLI_OPTS)
+    conf.register_cli_opts(CLI_OPTS if cli_opts is None else cli_opts)
     try:
-        conf(args=args, project='glance', prog='fastsheep-locations',
-             description=DESCRIPTION,
+        conf(args=args, project='glance', prog=prog,
+             description=description,
              default_config_files=cfg.find_config_files(
                  project='glance', prog='glance-api'))
     except (cfg.ConfigFilesNotFoundError, cfg.ConfigFileParseError) as exc:
@@ -238,7 +240,7 @@ class Checker(object):
                     loc.uri, backend_id, conf=self.conf)
             except (exceptions.BadStoreUri, exceptions.UnknownScheme) as exc:
                 return Result(loc, None, None, 'backend %s cannot read it: %s'
-                              % (backend_id, _message(exc)))
+                              % (backend_id, message(exc)))
             return Result(loc, backend_id, how, None)
         found = self._backend_by_search(loc.uri)
         if found is not None:
@@ -277,7 +279,7 @@ class Checker(object):
             parsed = gs_location.get_location_from_uri(loc.uri,
                                                        conf=self.conf)
         except (exceptions.BadStoreUri, exceptions.UnknownScheme) as exc:
-            return Result(loc, None, None, _message(exc))
+            return Result(loc, None, None, message(exc))
         info = gs_location.SCHEME_TO_CLS_MAP[parsed.store_name]
         return Result(loc, info['store_entry'], 'scheme', None)
 
@@ -287,7 +289,7 @@ def _prefix(store_instance):
     return getattr(store_instance, 'url_prefix', None)
 
 
-def _message(exc):
+def message(exc):
     return getattr(exc, 'msg', None) or six.text_type(exc)
 
 
@@ -398,6 +400,21 @@ def parse_locations(text):
     return found
 
 
+def read_input(source_name, stdin=None):
+    """The text of file source_name, or of stdin for ``-``."""
+    try:
+        if source_name == '-':
+            text = (stdin or sys.stdin).read()
+        else:
+            with io.open(source_name, encoding='utf-8') as source:
+                text = source.read()
+    except (IOError, OSError, UnicodeDecodeError) as exc:
+        raise InputError('cannot read %s: %s' % (source_name, exc))
+    if isinstance(text, bytes):
+        text = text.decode('utf-8')
+    return text
+
+
 def check_locations(conf, text):
     """The Checker of conf and one Result per location in text."""
     checker = Checker(conf)
@@ -448,17 +465,7 @@ def main(argv=None, stdin=None, out=None, err=None):
     logging.getLogger('stevedore').setLevel(logging.CRITICAL)
     try:
         conf = load_config(sys.argv[1:] if argv is None else argv)
-        source_name = conf.locations
-        try:
-            if source_name == '-':
-                text = (stdin or sys.stdin).read()
-            else:
-                with io.open(source_name, encoding='utf-8') as source:
-                    text = source.read()
-        except (IOError, OSError, UnicodeDecodeError) as exc:
-            raise InputError('cannot read %s: %s' % (source_name, exc))
-        if isinstance(text, bytes):
-            text = text.decode('utf-8')
+        text = read_input(conf.locations, stdin)
         checker, results = check_locations(conf, text)
     except ConfigError as exc:
         print('fastsheep-locations: bad config: %s' % exc, file=err)

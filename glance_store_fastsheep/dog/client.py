@@ -93,6 +93,12 @@ class DogClient(client.Client):
             raise exceptions.BackendException(
                 'sheepdog image %s still exists after `vdi delete`' % name)
 
+    def vdis(self):
+        current = self.settings
+        return [(info.name, info.size)
+                for info in current.dog.list(current.address, current.port)
+                if listing.is_current(info)]
+
     def write(self, name, source, digest, image_size):
         """``dog vdi create`` + object-aligned ``dog vdi write`` processes.
 

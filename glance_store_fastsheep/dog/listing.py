@@ -68,8 +68,13 @@ def parse_list(output):
     return infos
 
 
+def is_current(info):
+    """Whether info is a current VDI, not a snapshot."""
+    return info.state in _WRITABLE_STATES
+
+
 def find_current(infos, name):
     for info in infos:
-        if info.name == name and info.state in _WRITABLE_STATES:
+        if info.name == name and is_current(info):
             return info
     return None

@@ -29,6 +29,7 @@ from oslo_log import log as logging
 from glance_store_fastsheep import client
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import listing
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -148,6 +149,20 @@ class NativeClient(client.Client):
     def write(self, name, source, digest, image_size):
         return write.write_image(self.settings, name, source, digest,
                                  image_size)
+
+    def vdis(self):
+        current = self.settings
+        session = self._session(current.address, current.port,
+                                '(vdi list)')
+        try:
+            return [(image.name, image.size)
+                    for image in listing.images(session)]
+        except proto.ProtocolError as exc:
+            raise exceptions.BackendException(
+                'listing the sheepdog images at %s failed: %s'
+                % (session.where(), exc))
+        finally:
+            session.close()
 
     def delete(self, address, port, name):
         session = self._session(address, port, name)

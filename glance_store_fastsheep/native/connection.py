@@ -161,7 +161,8 @@ class Request(object):
     @property
     def expected(self):
         """Bytes of response data a success carries."""
-        return self.length if self.opcode == proto.OP_READ_OBJ else 0
+        return self.length if self.opcode in (proto.OP_READ_OBJ,
+                                              proto.OP_READ_VDIS) else 0
 
     @property
     def capacity(self):

@@ -36,6 +36,7 @@ OP_WRITE_OBJ = 0x03
 OP_REMOVE_OBJ = 0x04
 OP_NEW_VDI = 0x11
 OP_GET_VDI_INFO = 0x14
+OP_READ_VDIS = 0x15
 OP_DEL_VDI = 0x17
 # From sheepdog 1.0 on; 0.9 has a fixed block_size_shift of 22.
 OP_GET_CLUSTER_DEFAULT = 0x18
@@ -642,6 +643,8 @@ class InodeFields(object):
         fields = _INODE_FIELDS.unpack(_bytes(raw, 0, INODE_FIELDS_SIZE))
         self.name = fields[0].rstrip(b'\0')
         self.create_time = fields[2]
+        # Set only in a snapshot (sheep's vdi_is_snapshot).
+        self.snap_ctime = fields[3]
         self.vdi_size = fields[5]
         self.copy_policy = fields[7]
         self.store_policy = fields[8]

@@ -63,6 +63,10 @@ class StubNativeClient(client.Client):
         self.calls.append(('read', address, port, name, offset, length))
         return iter([self.images[name][offset:offset + length]])
 
+    def vdis(self):
+        self.calls.append(('vdis',))
+        return sorted((name, len(data)) for name, data in self.images.items())
+
     def write(self, name, source, digest, image_size):
         self.calls.append(('write', name, image_size))
         if name in self.images:
