@@ -105,9 +105,15 @@ Related options:
                        help="""
 Address of the sheep daemon the store talks to (``dog -a``).
 
-New images are stored there and their locations carry this address, so
-images written earlier stay readable after it changes. Same name and
-default as the in-tree Pike sheepdog driver.
+New images are stored there and their locations carry this address.
+Images written under an earlier address stay readable with a single
+store (``[glance_store]``) while that address is an entry point or a
+member the entry points name. With ``enabled_backends``, glance gives a
+location without a backend id to the backend whose address and port
+begin it, so after a change the locations written under the old one are
+served by no backend until they are attributed (``fastsheep-locations``
+reports them UNSERVED). Same name and default as the in-tree Pike
+sheepdog driver.
 
 Possible values:
     * An IPv4 address, an IPv6 address or a host name
@@ -383,18 +389,22 @@ Related options:
                  min=1,
                  default=120.0,
                  help="""
-Seconds a ``vdi read`` or ``vdi write`` process may stay idle.
+Seconds a ``vdi read`` or ``vdi write`` process may stay idle, with the
+``dog`` client; with ``native``, how long retries and failovers go on.
 
 Idle means no byte through its pipe, or no exit after the last byte;
 the process is then killed and the transfer fails. It bounds a stall,
-not the length of a transfer. The ``native`` client fails a transfer
-whose sheep answers nothing for this long.
+not the length of a transfer. The ``native`` client bounds a stall by
+``sheepdog_store_stall_timeout`` instead; it retries a result sheep
+asks to retry, and fails an operation over to other sheep, for no
+longer than this after the first such answer or failover.
 
 Possible values:
     * A number of seconds, at least 1
 
 Related options:
     * sheepdog_store_command_timeout
+    * sheepdog_store_stall_timeout
 """),
     cfg.ListOpt('sheepdog_store_addresses',
                 item_type=cfg.types.String(),
