@@ -550,6 +550,33 @@ def list_opts():
     """The ``oslo.config.opts`` entry point for oslo-config-generator.
 
     With ``enabled_backends`` (current glance) the same options go in the
-    group named after the backend id instead of ``[glance_store]``.
+    group named after the backend id instead of ``[glance_store]``
+    (``list_backend_opts``), or in ``[backend_defaults]``
+    (``list_backend_defaults_opts``).
     """
     return [('glance_store', list(SHEEPDOG_OPTS))]
+
+
+# The group glance_store's own glance.multi_store namespace lists a
+# driver's options under: its entry-point name. An operator renames it
+# to the backend id of enabled_backends.
+BACKEND_GROUP = 'fastsheep'
+
+
+def list_backend_opts():
+    """The options of one ``enabled_backends`` backend, for a sample.
+
+    Under the entry-point name, as glance_store's ``glance.multi_store``
+    namespace names a driver's group; the sample says to rename it.
+    """
+    return [(BACKEND_GROUP, list(SHEEPDOG_OPTS))]
+
+
+def list_backend_defaults_opts():
+    """The options as ``[backend_defaults]`` takes them (glance_store 5.0+).
+
+    A value left unset in a backend's group is read from there on the
+    glance_store releases that have ``BackendGroupConfiguration``; older
+    ones ignore the group.
+    """
+    return [('backend_defaults', list(SHEEPDOG_OPTS))]
