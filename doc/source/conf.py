@@ -12,7 +12,8 @@
 
 project = 'openstack-fastpath'
 copyright = '2026, openstack-fastpath developers'
-extensions = []
+# The option reference (fastsheep.rst) is generated from the code.
+extensions = ['oslo_config.sphinxext']
 source_suffix = '.rst'
 master_doc = 'index'
 exclude_patterns = []

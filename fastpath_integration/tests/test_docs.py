@@ -54,6 +54,17 @@ configparser, factor conditions resolved as tox does), and the sheepdog
 releases of doc/source/contributor/release-lines.rst against the
 harness's ``RELEASES`` and the real conformance classes (read with ast).
 
+The option reference is generated: a page shows every namespace of the
+project's ``oslo.config.opts`` entry points with oslo_config.sphinxext's
+``.. show-options::``, and no page keeps a hand-written list of the
+store's options (definition-list terms that are option names).
+
+The pages describe the default client, ``native``: a sentence that says
+the driver, the store, downloads or uploads run, stream, read or write
+``dog vdi read``/``dog vdi write`` (``DOG_AS_DEFAULT``) must say it is
+the ``dog`` client's way (``DOG_QUALIFIED``) or stand in a section whose
+title, or a parent's, names ``dog``.
+
 Nothing is imported or started, so this
 runs in ``tox -e pep8`` and, with the harness's tests, in the integration
 env: ``python -m testtools.run fastpath_integration.tests.test_docs``.
@@ -243,6 +254,122 @@ def option_references(text):
         offset += len(line)
     for offset in sorted(found):
         yield (offset,) + found[offset]
+
+
+# A sentence that names dog's transfers as what the driver does.
+DOG_AS_DEFAULT = re.compile(
+    r'\b(?i:driver|store|downloads?|uploads?)\b[^.;:]{0,60}?'
+    r'(?<!vdi )\b(?:streams?|runs?|reads?|writes?|uses?)\b[^.;:]{0,40}?'
+    r'``dog vdi (?:read|write)\b')
+# What says that it is the dog client's way, not the default's.
+DOG_QUALIFIED = re.compile(
+    r'``dog`` (?:client|reader|path)|\bdog client\b|client = dog\b|'
+    r'reader = dog\b|[Ww]ith ``dog``')
+HEADING_UNDERLINE = re.compile(r'^([=\-~^"\'`#*+])\1{3,}\s*$')
+SENTENCE_END = re.compile(r'(?<=[.!?])\s+(?=[A-Z`(*])')
+# A definition-list term that is one of the store's options, as the
+# hand-written option list had them: ``sheepdog_store_port`` (default ...
+OPTION_TERM = re.compile(r'^``(sheepdog_store_[a-z0-9_]+)``(?: \(.*\))?\s*$')
+SHOW_OPTIONS = re.compile(r'^\.\. show-options::\s*$')
+ENTRY_POINT_NAMESPACE = re.compile(r'^\s+([\w.]+)\s*=\s*[\w.]+:\w+\s*$')
+
+
+def sections(text):
+    """(titles of the section and its parents, paragraph) of a page.
+
+    A title is a line underlined (and maybe overlined) with one
+    punctuation character repeated; levels follow the order in which
+    the underline characters first appear, as in docutils.
+    """
+    lines = text.splitlines()
+    levels = []
+    stack = []
+    paragraph = []
+    found = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        underline = (lines[index + 1] if index + 1 < len(lines) else '')
+        mark = HEADING_UNDERLINE.match(underline)
+        if (line.strip() and mark and not HEADING_UNDERLINE.match(line)
+                and not line.startswith(' ')):
+            if paragraph:
+                found.append((tuple(stack), ' '.join(paragraph)))
+                paragraph = []
+            char = mark.group(1)
+            if char not in levels:
+                levels.append(char)
+            level = levels.index(char)
+            stack = stack[:level] + [line.strip()]
+            index += 2
+            continue
+        if HEADING_UNDERLINE.match(line):
+            index += 1  # an overline
+            continue
+        if line.strip():
+            paragraph.append(line.strip())
+        elif paragraph:
+            found.append((tuple(stack), ' '.join(paragraph)))
+            paragraph = []
+        index += 1
+    if paragraph:
+        found.append((tuple(stack), ' '.join(paragraph)))
+    return found
+
+
+def dog_as_default(text):
+    """The sentences of a page that name dog's transfers as the default."""
+    found = []
+    for titles, paragraph in sections(text):
+        if any(re.search(r'\bdog\b', title) for title in titles):
+            continue
+        for sentence in SENTENCE_END.split(paragraph):
+            if (DOG_AS_DEFAULT.search(sentence) and
+                    not DOG_QUALIFIED.search(sentence)):
+                found.append(sentence)
+    return found
+
+
+def hand_written_options(text):
+    """The store options a page lists as definition-list terms.
+
+    A list is two terms or more: patches/README.rst describes the one
+    option its patch adds to the in-tree driver.
+    """
+    lines = text.splitlines()
+    found = []
+    for index, line in enumerate(lines[:-1]):
+        term = OPTION_TERM.match(line)
+        if term and lines[index + 1].startswith('  ') and \
+                lines[index + 1].strip():
+            found.append(term.group(1))
+    return found if len(found) > 1 else []
+
+
+def shown_namespaces(text):
+    """The namespaces a page's ``.. show-options::`` directives show."""
+    found = []
+    inside = False
+    for line in text.splitlines():
+        if SHOW_OPTIONS.match(line):
+            inside = True
+        elif inside and line.strip() and not line[0].isspace():
+            inside = False
+        elif inside and line.strip() and not line.strip().startswith(':'):
+            found.append(line.strip())
+    return found
+
+
+def registered_namespaces(topdir):
+    """The namespaces of setup.cfg's ``oslo.config.opts`` entry points."""
+    parser = configparser.RawConfigParser()
+    parser.read(os.path.join(topdir, 'setup.cfg'))
+    found = []
+    for line in parser.get('entry_points', 'oslo.config.opts').splitlines():
+        match = ENTRY_POINT_NAMESPACE.match(' ' + line)
+        if match:
+            found.append(match.group(1))
+    return found
 
 
 # tox.ini's factor-conditional lines: ``queens: glance_store==0.23.0``,
@@ -507,6 +634,79 @@ class DocsNameWhatExistsTest(testtools.TestCase):
                         self.where(path, text, offset),
                         '[%s] ' % group if group else '', name))
         self.assertEqual([], problems)
+
+
+class DocsDescribeTheDefaultTest(testtools.TestCase):
+    """The pages describe the driver that ships: native, and generated.
+
+    ``native`` has been the default client since the last release; a
+    page that says downloads stream ``dog vdi read`` sends an operator
+    to install ``dog`` and size for processes that are not there. The
+    option reference is generated from opts.py, so it cannot drift from
+    the code as the hand-written list did.
+    """
+
+    def read(self, path):
+        with io.open(path, encoding='utf-8') as source:
+            return source.read()
+
+    def test_the_rules_find_what_is_wrong(self):
+        page = ('Title\n=====\n\nA driver that streams ``dog vdi read``\n'
+                'output. With the ``dog`` client, downloads run ``dog vdi\n'
+                'read``. Uploads write each chunk with its own ``dog vdi\n'
+                'write NAME``.\n\nThe ``dog`` client\n-----------------\n\n'
+                'Downloads run one ``dog vdi read`` per transfer.\n\n'
+                'Sub\n~~~\n\nUploads run ``dog vdi write``.\n\n'
+                'Other\n-----\n\nA plain ``dog vdi read | dd`` ran.\n'
+                'An upload covers ``dog vdi create`` + ``dog vdi write``,\n'
+                'not the ``dog vdi read`` that checks it.\n')
+        self.assertEqual(
+            ['A driver that streams ``dog vdi read`` output.',
+             'Uploads write each chunk with its own ``dog vdi write '
+             'NAME``.'], dog_as_default(page))
+        self.assertEqual(
+            ['sheepdog_store_port', 'sheepdog_store_client'],
+            hand_written_options('``sheepdog_store_port`` (default '
+                                 '``7000``)\n  Port.\n\n'
+                                 '``sheepdog_store_client``\n  How.\n\n'
+                                 '``sheepdog_store_client = dog``\n'))
+        self.assertEqual([], hand_written_options(
+            '``sheepdog_store_read_size`` (bytes)\n  The one option.\n'))
+        self.assertEqual(['a', 'b.c'], shown_namespaces(
+            'x\n\n.. show-options::\n   :split-namespaces:\n\n'
+            '   a\n   b.c\n\nText\n'))
+
+    def test_pages_do_not_name_dog_as_the_default(self):
+        problems = []
+        for path in pages(TOPDIR):
+            for sentence in dog_as_default(self.read(path)):
+                problems.append('%s: %s' % (os.path.relpath(path, TOPDIR),
+                                            sentence))
+        self.assertEqual([], problems)
+
+    def test_no_hand_written_option_list(self):
+        problems = []
+        for path in pages(TOPDIR):
+            for name in hand_written_options(self.read(path)):
+                problems.append('%s: %s' % (os.path.relpath(path, TOPDIR),
+                                            name))
+        self.assertEqual([], problems)
+
+    def test_the_option_reference_is_generated(self):
+        # The store's options, from its namespace; the .backend and
+        # .backend_defaults namespaces list the same options in other
+        # groups, for the samples. ceilometer_metriccache's options are
+        # described on doc/source/metriccache.rst.
+        namespaces = registered_namespaces(TOPDIR)
+        self.assertIn('glance_store_fastsheep', namespaces)
+        shown = []
+        for path in pages(TOPDIR):
+            shown += shown_namespaces(self.read(path))
+        self.assertIn('glance_store_fastsheep', shown)
+        self.assertEqual(set(), set(shown) - set(namespaces))
+        with io.open(os.path.join(TOPDIR, 'doc', 'source', 'conf.py'),
+                     encoding='utf-8') as conf:
+            self.assertIn("'oslo_config.sphinxext'", conf.read())
 
 
 class ContributorPagesTest(testtools.TestCase):
