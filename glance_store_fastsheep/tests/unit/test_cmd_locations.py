@@ -33,8 +33,8 @@ from glance_store_fastsheep.tests.unit import base
 MULTI = locations.multi_backend is not None
 NO_MULTI = ('glance_store before 0.26 (Pike, Queens) has no multi-store; '
             'py3 and line-ussuri on run this test')
-DEFAULTS = ('this glance_store has no [backend_defaults] (before 2023.2); '
-            'py3, line-2025.1 and line-2026.1 run this test')
+DEFAULTS = ('this glance_store has no [backend_defaults] (before 5.0.0, '
+            '2025.2); py3 and line-2026.1 run this test')
 
 # A Pike cloud with three glance-api nodes, each talking to the sheep on
 # its own host (one cluster), plus what Mitaka and earlier wrote.

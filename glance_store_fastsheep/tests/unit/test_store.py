@@ -436,8 +436,8 @@ class BackendDefaultsTest(base.StoreTestCase):
         super(BackendDefaultsTest, self).setUp()
         if not hasattr(store.driver, 'BackendGroupConfiguration'):
             self.skipTest('this glance_store has no [backend_defaults] '
-                          'nor BackendGroupConfiguration (before 2023.2); '
-                          'py3, line-2025.1 and line-2026.1 run this test')
+                          'nor BackendGroupConfiguration (before 5.0.0, '
+                          '2025.2); py3 and line-2026.1 run this test')
         self.conf = cfg.ConfigOpts()
         self.conf([])
         self.one = store.Store(self.conf, backend='one')
