@@ -201,8 +201,28 @@ class Checker(object):
                 'glance_store could not load store(s) %s listed in '
                 '[glance_store] stores: is the driver installed here?'
                 % ', '.join(missing))
-        self.default = None
+        self.default = self._default_store()
         self.prefixes = {}
+
+    def _default_store(self):
+        """[glance_store] default_store, as glance-api checks it.
+
+        glance-api refuses to start on a value outside the option's
+        choices (glance_store 1.1.0, Ussuri, dropped ``sheepdog`` from
+        them: a Pike config left as it was) and, in
+        ``verify_default_store``, on a scheme no configured store has.
+        """
+        try:
+            default = self.conf.glance_store.default_store
+        except cfg.Error as exc:
+            raise ConfigError('[glance_store] default_store: %s; glance-api '
+                              'does not start with it' % exc)
+        if default not in gs_location.SCHEME_TO_CLS_MAP:
+            raise ConfigError(
+                '[glance_store] default_store %s: no store of [glance_store] '
+                'stores has that scheme; glance-api does not start with it'
+                % default)
+        return default
 
     def _backend_by_prefix(self, uri):
         """The backend glance gives a location without a backend id.

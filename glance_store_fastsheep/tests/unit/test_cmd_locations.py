@@ -22,6 +22,7 @@ import json
 import os
 
 import fixtures
+from glance_store import backend as gs_backend
 from glance_store import exceptions
 from oslotest import base as oslo_base
 import six
@@ -38,6 +39,12 @@ DEFAULTS = ('this glance_store has no [backend_defaults] (before 5.0.0, '
 
 # A Pike cloud with three glance-api nodes, each talking to the sheep on
 # its own host (one cluster), plus what Mitaka and earlier wrote.
+# Whether glance-api of this glance_store starts with Pike's
+# ``default_store = sheepdog``: the oracle is glance_store's own option.
+SHEEPDOG_DEFAULT_ALLOWED = 'sheepdog' in [
+    opt for opt in gs_backend._STORE_OPTS
+    if opt.dest == 'default_store'][0].type.choices
+
 IMAGES = {
     'via11': 'sheepdog://127.0.0.11:7000:via11',
     'via12': 'sheepdog://127.0.0.12:7000:via12',
@@ -66,14 +73,23 @@ class LocationsTest(oslo_base.BaseTestCase):
             conf.write(text)
         return path
 
-    def pike_conf(self):
+    def pike_conf(self, default_store=None):
+        """Pike's single-store config, as this glance_store allows it.
+
+        default_store: sheepdog, Pike's, where glance_store still has it
+        among its choices (before 1.1.0, Ussuri), else file.
+        """
+        if default_store is None:
+            default_store = ('sheepdog' if SHEEPDOG_DEFAULT_ALLOWED
+                             else 'file')
         return self.write('pike.conf', (
             '[glance_store]\n'
             'stores = file,http,fastsheep\n'
-            'default_store = sheepdog\n'
+            'default_store = %s\n'
             'sheepdog_store_client = dog\n'
             'sheepdog_store_address = 127.0.0.11\n'
-            'filesystem_store_datadir = %s\n' % self.datadir))
+            'filesystem_store_datadir = %s\n'
+            % (default_store, self.datadir)))
 
     def multi_conf(self, backends, groups, default):
         """A multi-store config; groups maps a section to its options."""
@@ -152,6 +168,26 @@ class PikeConfigTest(LocationsTest):
         self.assertEqual([], self.unserved_named(out))
         self.assertIn('8 location(s): 8 served, 0 served by no backend',
                       out)
+
+    def test_unchanged_pike_config_as_glance_api_takes_it(self):
+        path = self.write('locs.txt', self.uri_lines())
+        status, out, err = self.run_main(
+            '--config-file', self.pike_conf(default_store='sheepdog'), path)
+        if SHEEPDOG_DEFAULT_ALLOWED:
+            self.assertEqual((locations.ALL_SERVED, ''), (status, err))
+        else:
+            # glance-api of this release refuses it: so does the command.
+            self.assertEqual((locations.ERROR, ''), (status, out))
+            self.assertIn('bad config: [glance_store] default_store: ', err)
+            self.assertIn("'sheepdog'", err)
+
+    def test_default_store_no_store_has(self):
+        path = self.write('locs.txt', self.uri_lines())
+        status, out, err = self.run_main(
+            '--config-file', self.pike_conf(default_store='rbd'), path)
+        self.assertEqual((locations.ERROR, ''), (status, out))
+        self.assertIn('default_store rbd: no store of [glance_store] stores '
+                      'has that scheme', err)
 
     def test_scheme_no_store_serves(self):
         served = self.served(self.pike_conf(),

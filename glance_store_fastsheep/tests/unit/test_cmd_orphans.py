@@ -39,10 +39,14 @@ class OrphansTest(oslo_base.BaseTestCase):
                 vdi.write(b'x' * size)
         self.conf = os.path.join(self.tmp, 'glance-api.conf')
         with open(self.conf, 'w') as conf:
+            # A default store glance-api of every release starts with.
             conf.write('[glance_store]\n'
-                       'stores = fastsheep\n'
+                       'stores = file,fastsheep\n'
+                       'default_store = file\n'
+                       'filesystem_store_datadir = %s\n'
                        'sheepdog_store_client = dog\n'
-                       'sheepdog_store_address = 127.0.0.11\n')
+                       'sheepdog_store_address = 127.0.0.11\n'
+                       % os.path.join(self.tmp, 'images'))
 
     def run_orphans(self, text, *args):
         out, err = six.StringIO(), six.StringIO()
