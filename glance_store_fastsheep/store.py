@@ -253,6 +253,7 @@ class Store(driver.Store):
                                                   current.port)
         self.READ_CHUNKSIZE = current.read_size
         self.WRITE_CHUNKSIZE = current.chunk_size
+        self._warn_ignored_defaults(name)
         try:
             self._client.check()
         except client_mod.ClientError as exc:
@@ -265,6 +266,26 @@ class Store(driver.Store):
                  current.address, current.port, current.read_size,
                  current.pipe_size, current.chunk_size // units.Mi,
                  current.write_concurrency)
+
+    def _warn_ignored_defaults(self, name):
+        """WARNING when the config has a section this store never reads.
+
+        ``[backend_defaults]`` came with glance_store 5.0.0 (2025.2), and
+        only a backend of ``enabled_backends`` reads it: an earlier
+        glance_store, or a single store (``[glance_store]``), ignores
+        all of it, silently (on Yoga a port set only there fell back to
+        7000).
+        """
+        if self.backend_group and getattr(driver, 'SHARED_CONF_GROUP',
+                                          None):
+            return
+        if 'backend_defaults' not in self.conf.list_all_sections():
+            return
+        LOG.warning('fastsheep store %s: the config has a [backend_defaults] '
+                    'section, which %s never reads: set the store\'s '
+                    'options in [%s]', name, 'a single store' if not
+                    self.backend_group else 'this glance_store (before '
+                    '5.0.0, 2025.2)', self.backend_group or 'glance_store')
 
     def _served(self, location, refused):
         """location's store location, once this store may serve it.

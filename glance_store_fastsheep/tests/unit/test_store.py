@@ -429,6 +429,48 @@ class MultiStoreTest(base.StoreTestCase):
         self.assertEqual(data, b''.join(sd.get(loc)[0]))
 
 
+class IgnoredSectionTest(base.StoreTestCase):
+    """A WARNING for [backend_defaults] where the store never reads it."""
+
+    def configured(self, backend=None):
+        group = backend or 'glance_store'
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'glance-api.conf')
+        with open(path, 'w') as out:
+            out.write('[%s]\nsheepdog_store_client = dog\n'
+                      'sheepdog_store_port = %d\n'
+                      '[backend_defaults]\nsheepdog_store_read_size = 8192\n'
+                      % (group, self.port))
+        conf = cfg.ConfigOpts()
+        conf(['--config-file', path])
+        log = self.useFixture(fixtures.FakeLogger(
+            name='glance_store_fastsheep'))
+        sd = store.Store(conf, backend=backend)
+        sd.configure(re_raise_bsc=True)
+        return sd, log.output
+
+    def test_single_store_never_reads_it(self):
+        sd, output = self.configured()
+        self.assertIn('fastsheep store fastsheep: the config has a '
+                      '[backend_defaults] section, which a single store '
+                      'never reads: set the store\'s options in '
+                      '[glance_store]', output)
+        self.assertEqual(opts.DEFAULT_READ_SIZE, sd.READ_CHUNKSIZE)
+
+    def test_a_backend_reads_it_from_5_0_0(self):
+        try:
+            from glance_store import multi_backend  # noqa: F401
+        except ImportError:
+            self.skipTest('glance_store before 0.26 (Pike, Queens) has no '
+                          'backends; py3 and the line-* envs run this test')
+        sd, output = self.configured(backend='fast')
+        reads = bool(getattr(store.driver, 'SHARED_CONF_GROUP', None))
+        # The oracle: what the store then read.
+        self.assertEqual(reads, sd.READ_CHUNKSIZE == 8192)
+        self.assertEqual(not reads, 'this glance_store (before 5.0.0, '
+                         '2025.2) never reads' in output, output)
+
+
 class BackendDefaultsTest(base.StoreTestCase):
     """``[backend_defaults]`` under ``enabled_backends``, as rbd reads it."""
 
