@@ -444,12 +444,14 @@ Related options:
 Whether a location may name any VDI of the cluster.
 
 By default reads, size lookups and deletes serve only a VDI named like
-a glance image: the image id where glance passes one, else a UUID. A
-location naming any other VDI (a Cinder ``volume-<uuid>``, a VM disk)
-is refused before anything connects, so that whoever may add a
-location to an image can neither read nor, by deleting the image,
-delete a VDI glance did not write. Uploads always name the VDI after
-the image id.
+a glance image: the image id where glance passes one, else a UUID,
+either alone (the name earlier releases and the in-tree driver wrote)
+or followed by the suffix this driver writes, ``.`` and 16 lowercase
+hex digits. A location naming any other VDI (a Cinder
+``volume-<uuid>``, a VM disk) is refused before anything connects, so
+that whoever may add a location to an image can neither read nor, by
+deleting the image, delete a VDI glance did not write. Each upload
+names its VDI ``<image id>.<16 hex digits>``, unique to the attempt.
 
 Keep it off unless images were stored under other names (a location
 added by hand for a VDI written by ``dog``) and only trusted users may

@@ -21,7 +21,9 @@ multi-store ``Store(conf, backend)``; ``add`` follows whichever contract
 the installed glance_store has.
 """
 
+import binascii
 import hashlib
+import os
 import re
 import unicodedata
 
@@ -73,9 +75,16 @@ def _hasher(algo):
     return hashlib.new(str(algo))
 
 
-# How glance names an image: its id, a UUID (glance's image schema
-# accepts either case).
-IMAGE_ID = re.compile(r'^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$')
+# What this driver appends to an image id to name the VDI of one upload
+# attempt (vdi_name): a '.' and 16 lowercase hex digits.
+ATTEMPT_SUFFIX = r'\.[0-9a-f]{16}'
+ATTEMPT_BYTES = 8
+# The name of a VDI this driver wrote for a glance image: its id, a UUID
+# (glance's image schema accepts either case), alone (the in-tree driver
+# and releases before per-attempt names) or with an attempt's suffix.
+IMAGE_VDI = re.compile(r'^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}'
+                       r'(%s)?\Z' % ATTEMPT_SUFFIX)
+_SUFFIX_ONLY = re.compile(r'%s\Z' % ATTEMPT_SUFFIX)
 # Most characters of a URI a message repeats.
 URI_SHOWN = 200
 
@@ -102,6 +111,37 @@ def escaped(text, limit=URI_SHOWN):
     if len(text) > limit:
         out.append('...')
     return ''.join(out)
+
+
+def vdi_name(image_id):
+    """The name of a new VDI for image_id: unique to this upload attempt.
+
+    The image id, a '.' and 16 random hex digits. No other attempt, of
+    this image or another, on this store or another store of the same
+    cluster, ever takes it; so a VDI found under it after a ``NEW_VDI``
+    whose reply was lost can only be this attempt's own (the client
+    adopts it), two backends on one cluster each keep their own copy of
+    an image (glance's copy-image, an import to several stores), and a
+    failed attempt's leftover never blocks a retry. URI-safe, with no
+    ':' (the location's separator) or '@'; within sheep's
+    SD_MAX_VDI_LEN (``dog_command.validate_name``).
+    """
+    suffix = binascii.hexlify(os.urandom(ATTEMPT_BYTES)).decode('ascii')
+    return dog_command.validate_name('%s.%s' % (image_id, suffix))
+
+
+def serves_name(name, image_id):
+    """Whether VDI name may be what this driver wrote for image_id.
+
+    The image id itself, or the image id and one attempt's suffix
+    (``vdi_name``), nothing looser. Without an image id (glance does
+    not always pass it): a UUID, with or without the suffix.
+    """
+    if image_id:
+        return (name == image_id or
+                (name.startswith(image_id) and
+                 _SUFFIX_ONLY.match(name[len(image_id):]) is not None))
+    return IMAGE_VDI.match(name) is not None
 
 
 class StoreLocation(location.StoreLocation):
@@ -300,14 +340,17 @@ class Store(driver.Store):
         current = self.settings
         if not current.serve_any_name:
             image_id = getattr(location, 'image_id', None)
-            if image_id and loc.image != image_id:
-                reason = ('it names VDI %s, not the image\'s own %s'
-                          % (escaped(loc.image), escaped(image_id)))
+            if image_id and not serves_name(loc.image, image_id):
+                reason = ('it names VDI %s, not the image\'s own %s (or '
+                          '%s.<16 hex digits>)'
+                          % (escaped(loc.image), escaped(image_id),
+                             escaped(image_id)))
                 raise refused(message=self._refusal(loc, reason))
-            if not image_id and not IMAGE_ID.match(loc.image):
+            if not image_id and not serves_name(loc.image, None):
                 reason = ('VDI %s is not named like a glance image (a '
-                          'UUID); sheepdog_store_serve_any_name = True '
-                          'serves any name' % escaped(loc.image))
+                          'UUID, or a UUID and .<16 hex digits); '
+                          'sheepdog_store_serve_any_name = True serves any '
+                          'name' % escaped(loc.image))
                 raise refused(message=self._refusal(loc, reason))
         if not self.client.admits(loc.addr, loc.port):
             reason = ('sheep %s:%d is neither an entry point of this store '
@@ -376,7 +419,7 @@ class Store(driver.Store):
              verifier):
         current = self.settings
         try:
-            name = dog_command.validate_name(image_id)
+            name = vdi_name(image_id)
         except ValueError as exc:
             raise exceptions.Invalid(message='cannot store image %s in '
                                      'sheepdog: %s' % (image_id, exc))
@@ -398,9 +441,9 @@ class Store(driver.Store):
         written = self.client.write(name, image_data.Source(image_file),
                                     digest, image_size)
         elapsed = max(timeutils.now() - started, 1e-6)
-        LOG.info('Stored image %s in sheepdog at %s:%d: %d bytes in %.2fs '
-                 '(%.1f MB/s)', name, current.address, current.port,
-                 written, elapsed, written / elapsed / 1e6)
+        LOG.info('Stored image %s in sheepdog VDI %s at %s:%d: %d bytes in '
+                 '%.2fs (%.1f MB/s)', image_id, name, current.address,
+                 current.port, written, elapsed, written / elapsed / 1e6)
         metadata = {}
         if self.backend_group:
             metadata['store'] = self.backend_group

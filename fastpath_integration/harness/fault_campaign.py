@@ -478,13 +478,15 @@ class Campaign(object):
         for image in plan.images:
             if image.uri is None or image.deleted:
                 continue
-            live.append(image.name)
             loc = location(conf, image.uri)
+            # The VDI's name is the upload attempt's (store.vdi_name).
+            vdi = loc.store_location.image
+            live.append(vdi)
             want = (image.md5, len(image.data))
             try:
                 size = sd.get_size(loc)
                 got = read(sd, loc)
-                dog = self.cluster.vdi_digest(image.name)
+                dog = self.cluster.vdi_digest(vdi)
             except errors as exc:
                 if not image.delete_failed:
                     findings.append('lost image: %s (uploaded, never '
@@ -510,7 +512,7 @@ class Campaign(object):
         left = set(census.down_leftovers(live, self._killed)) - baseline
         # The run's images go: a delete that failed is retried here.
         for image in plan.images:
-            if image.name not in live:
+            if image.uri is None or image.deleted:
                 continue
             try:
                 sd.delete(location(conf, image.uri))

@@ -18,6 +18,8 @@ one ``dog`` handled:
 * create: ``NEW_VDI`` with the 256-byte name, copies and
   block_size_shift 0 (the cluster's defaults); the inode's first bytes
   are then read for the redundancy and object size the cluster chose.
+  The name is unique to the upload attempt, so a ``VDI_EXIST`` answer
+  (a copy of the request landed, its reply lost) adopts the VDI.
 * size (an upload of unknown size): the inode's ``vdi_size`` field
   (offset 536) rewritten with ``WRITE_OBJ``, as ``dog vdi resize``
   rewrites the inode header; once, from the flat bound the VDI was
@@ -52,6 +54,7 @@ import struct
 
 from glance_store import exceptions
 from oslo_log import log as logging
+import six
 
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
@@ -81,10 +84,6 @@ _UINT32 = struct.Struct('<I')
 
 class BeingDeleted(exceptions.BackendException):
     """The VDI is marked DELETING_KEY: a delete of it did not finish."""
-
-
-class AmbiguousCreate(exceptions.Duplicate):
-    """NEW_VDI's reply was lost and the name exists: whose VDI is unknown."""
 
 
 class Vdi(object):
@@ -172,50 +171,75 @@ def find(session, name):
 
 
 def create(session, name, size):
-    """Create VDI name of size bytes; Duplicate if the name exists.
+    """Create VDI name of size bytes, or adopt the one a lost reply left.
 
-    Not idempotent: a retried NEW_VDI whose first attempt succeeded
-    answers VDI_EXIST, so only sheep's own retryable results (which
-    created nothing) are retried. When the session failed over with the
-    request unanswered (its ``failovers`` changed) and the resend found
-    the name taken, the VDI may be the one the lost first copy created,
-    or one that was there before (``dog``'s, another driver's, an
-    earlier upload's): nothing NEW_VDI carries is stored in the inode
-    for this attempt alone (sheep's cluster_new_vdi takes the name, the
-    size and the redundancy; the create_time is sheep's clock), so this
-    client cannot prove it is its own. It is never written into:
-    AmbiguousCreate (a Duplicate) says so and leaves it alone. A VDI an
-    earlier upload left marked partial is still replaced by the caller.
+    The store names the VDI of each upload attempt for that attempt
+    alone (``store.vdi_name``: the image id and a random suffix), so a
+    VDI of that name can only have been made by this very request.
+    NEW_VDI is not idempotent: when a copy of it was carried out but its
+    reply did not come back (a reset, a stall and the failover's
+    resend, a retryable result answered for a request sheep carried
+    out), the resend answers VDI_EXIST (sheep's vdi_create refuses a
+    taken name and changes nothing). The VDI is then adopted as this
+    request's (``_adoptable``).
+
+    VDI_EXIST to a request sent once means the name was taken before
+    (a caller of the client choosing its own names): Duplicate, left
+    alone, as is a VDI that is not what NEW_VDI makes.
     """
     before = session.failovers
+    request = connection.vdi_request(proto.OP_NEW_VDI, name, vdi_size=size)
     try:
-        new = session.call(connection.vdi_request(proto.OP_NEW_VDI, name,
-                                                  vdi_size=size))
+        new = session.call(request)
     except exceptions.Duplicate:
-        if session.failovers == before:
-            taken = find(session, name)
-            if taken is not None and is_deleting(session, name, taken):
-                raise exceptions.Duplicate(
-                    message='sheepdog image %s (vdi %x) is being deleted: '
-                    'an earlier delete of it did not finish (it is marked '
-                    '%s); retry that delete, then the upload (%s)'
-                    % (name, taken.vid, DELETING_KEY, session.where()))
-            raise
-        found = find(session, name)
-        vid = 'unknown' if found is None else '%x' % found.vid
-        LOG.error('The reply to NEW_VDI of sheepdog image %s was lost and '
-                  'the resent request found the name taken (vdi %s); it '
-                  'may or may not be the VDI this upload created, so it '
-                  'is left alone', name, vid)
-        raise AmbiguousCreate(
-            message='sheepdog image %s exists (vdi %s) after the reply to '
-            'its NEW_VDI was lost (%s): it may be the VDI this upload '
-            'created or one that was there before, and is left alone; '
-            'check it (dog vdi list %s), delete it with dog vdi delete if '
-            'it is not wanted, then retry the upload'
-            % (name, vid, session.where(), name))
+        # Resent: after a failover, or after a retryable result (settle
+        # sets the request's deadline at the first one).
+        resent = (session.failovers != before or
+                  request.deadline is not None)
+        taken = find(session, name)
+        if resent and taken is not None and _adoptable(session, name,
+                                                       taken, size):
+            LOG.warning('NEW_VDI of sheepdog image %s was carried out but '
+                        'its reply did not come back (%s): adopting vdi '
+                        '%x, which only this upload can have created',
+                        name, session.where(), taken.vid)
+            return taken
+        if taken is not None and is_deleting(session, name, taken):
+            raise exceptions.Duplicate(
+                message='sheepdog image %s (vdi %x) is being deleted: '
+                'an earlier delete of it did not finish (it is marked '
+                '%s); retry that delete, then the upload (%s)'
+                % (name, taken.vid, DELETING_KEY, session.where()))
+        if resent:
+            raise exceptions.Duplicate(
+                message='sheepdog image %s exists (vdi %s) and is not the '
+                'empty VDI the resent NEW_VDI of this upload would have '
+                'created (%s); it is left alone'
+                % (name, 'unknown' if taken is None else '%x' % taken.vid,
+                   session.where()))
+        raise
     vid = new.response.vdi_id
     return Vdi(vid, read_inode_fields(session, vid))
+
+
+def _adoptable(session, name, vdi, size):
+    """Whether vdi is what this upload's NEW_VDI of name, size made.
+
+    The name already says so (it is the attempt's own); the VDI must
+    also be what a fresh NEW_VDI leaves: size bytes, no parent (a name
+    never used before), no object recorded and no marker of this
+    client. So a caller of the client that reuses a name never has a
+    VDI with data, or another upload's leftover, taken for its own.
+    """
+    if vdi.size != size or vdi.inode.parent_vdi_id:
+        return False
+    if size:
+        last = (size - 1) // vdi.object_size
+        table = Table(session, vdi.vid, last)
+        if any(table.owner(index) for index in six.moves.range(last + 1)):
+            return False
+    return not any(_has_marker(session, name, vdi, key)
+                   for key in (PARTIAL_KEY, COMPLETE_KEY, DELETING_KEY))
 
 
 def _attr_request(session, name, key, flags, value=b''):

@@ -74,13 +74,19 @@ every index its upload may have sent, whoever cleans it up; the cost is
 a leftover of unknown size (one no member could clean up) whose
 replacement looks through all 2^20 indexes.
 
+Names. The store names each upload's VDI for that attempt alone (the
+image id and a random suffix, ``store.vdi_name``), so ``NEW_VDI``
+answering VDI_EXIST means a copy of this very request landed with its
+reply lost: the VDI is adopted (``vdi.create``), never failed on. A
+failed attempt's leftover never blocks a retry, which takes a new name.
+
 When no member can be reached, that cleanup cannot run: the VDI stays.
 It carries the ``vdi.PARTIAL_KEY`` attribute from right after
-``NEW_VDI`` until its last inode update was acknowledged, so a later
-upload of the same image id that meets it (VDI_EXIST) knows it for a
-leftover, removes it and creates the image again; a VDI without that
-marker, or with one an earlier VDI of the name left, gives Duplicate as
-before (``vdi.is_partial``).
+``NEW_VDI`` until its last inode update was acknowledged, so that it
+can be told for an unfinished upload (``vdi.is_partial``;
+``dog vdi getattr NAME glance_store_fastsheep.partial``) and deleted;
+a caller of the client that reuses a name replaces it on its next
+upload of that name (VDI_EXIST, then the marker found).
 """
 
 import collections
@@ -483,7 +489,13 @@ class Writer(object):
         return 1 << shift
 
     def _create(self, size):
-        """Create and mark the VDI; replace a marked leftover of name.
+        """Create (or adopt, see ``vdi.create``) and mark the VDI.
+
+        The store names each attempt's VDI uniquely (``store.vdi_name``),
+        so ``vdi.create`` adopts what a lost reply left and nothing else
+        holds the name. A caller of the client that chooses its own
+        names may still meet a marked leftover of an earlier upload of
+        the name: it is replaced.
 
         self.vdi is set before the marker: if marking fails, clean_up
         deletes the VDI like any partial one.
@@ -585,8 +597,7 @@ class Writer(object):
             # entry was acknowledged, so any copy of it, late or
             # resent, writes this same value.
             vdi_ops.set_size(self.session, self.vdi, offset)
-        # Only now is the image complete: from here on a later upload
-        # of the same id meets Duplicate.
+        # Only now is the image complete.
         vdi_ops.clear_partial(self.session, self.name, self.vdi)
         return offset
 

@@ -22,6 +22,7 @@ mode they are meant to be in, and ``test_mode`` checks the driver agrees.
 import io
 import os
 
+import fixtures
 from glance_store import backend
 from glance_store import location
 from oslo_config import cfg
@@ -29,6 +30,7 @@ from oslotest import base
 import six
 
 from fastpath_integration.harness import host
+from glance_store_fastsheep.dog import command as dog_command
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests import emulator_fixture
@@ -37,6 +39,8 @@ from glance_store_fastsheep.tests import ports
 KIB = 1024
 MIB = 1024 * 1024
 MODE_VARIABLE = 'FASTSHEEP_FUNCTIONAL_MODE'
+# The store's own naming of an upload's VDI (FunctionalTestCase.setUp).
+ATTEMPT_NAMES = store.vdi_name
 
 
 def expected_mode():
@@ -88,6 +92,12 @@ class FunctionalTestCase(base.BaseTestCase):
 
     def setUp(self):
         super(FunctionalTestCase, self).setUp()
+        # These tests check what an upload stored through dog, naming
+        # the VDI by the image id they gave, as every upload did before
+        # per-attempt names; use_attempt_names gives a test the store's
+        # own naming (store.vdi_name), as glance-api gets it.
+        self.useFixture(fixtures.MockPatchObject(
+            store, 'vdi_name', dog_command.validate_name))
         self.sheep = self.make_cluster()
         self.conf = self.make_conf()
         self.sd = self.make_store(self.conf)
@@ -122,6 +132,11 @@ class FunctionalTestCase(base.BaseTestCase):
         for name, value in values.items():
             conf.set_override(name, value, group='glance_store')
         return conf
+
+    def use_attempt_names(self):
+        """Uploads from now on name their VDIs as the store does."""
+        self.useFixture(fixtures.MockPatchObject(store, 'vdi_name',
+                                                 ATTEMPT_NAMES))
 
     def make_store(self, conf, configure=True):
         sd = store.Store(conf)

@@ -250,27 +250,62 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
     # -- finding 4 ----------------------------------------------------------
 
     def test_lost_create_reply_adopts_no_vdi(self):
-        # dog made a VDI of the image's name and size (its first object
-        # random). The upload's NEW_VDI reaches sheep (VDI_EXIST) but its
-        # reply is lost to a reset; the resend meets the same VDI.
+        # dog made a VDI named by the image id, of the image's size (its
+        # first object random). The upload's NEW_VDI reaches sheep but
+        # its reply is lost to a reset; the resend answers VDI_EXIST.
+        # Until per-attempt names the upload met dog's VDI and failed
+        # (Duplicate); now it names its own VDI (store.vdi_name), adopts
+        # that one and never touches dog's.
+        self.use_attempt_names()
         name = image_name()
         old = os.urandom(OBJECT) + b'\0' * OBJECT
         self.sheep.create_vdi(name, old)
         old_digest = self.sheep.vdi_digest(name)
-        self.proxy.add(fault_proxy.reset(
+        reset = self.proxy.add(fault_proxy.reset(
             fault_proxy.on(fault_proxy.NEW_VDI), forward=True))
         data = pattern(2, zero=(0,))
         result = self.add(name, data)
         self.settle()
         self.log_outcome('add: %r; dog %r, before %r' % (
             result, self.sheep.vdi_digest(name), old_digest))
-        # The name is taken by a VDI this client did not create: a
-        # clear error (Duplicate), never an upload into that VDI.
-        self.assertIsInstance(result, STORE_ERRORS)
+        self.assertTrue(reset.fired)
+        self.assertNotIsInstance(result, STORE_ERRORS)
+        own = result[0].rsplit(':', 1)[1]
+        self.assertEqual(name, own[:len(name)])
+        self.assertByteExact(own, data, result)
         self.assertEqual(old_digest, self.sheep.vdi_digest(name))
         self.assertEqual([], sheep_objects.Census(self.sheep).attributes(
             name))
+        self.sd.delete(self.location(own))
         self.assertNoLeftovers([name])
+
+    def test_lost_new_vdi_reply_leaves_no_vdi(self):
+        # Window (c) of the fault campaign: NEW_VDI carried out, its
+        # reply lost (a reset after the request went on, or the request
+        # held past the stall timeout and resent elsewhere). The upload
+        # adopts the VDI under its own name or its resend creates it;
+        # either way it succeeds, and once the held copy landed and the
+        # image was deleted nothing is left.
+        self.use_attempt_names()
+        for fault in (fault_proxy.reset(fault_proxy.on(fault_proxy.NEW_VDI),
+                                        forward=True),
+                      fault_proxy.hold(fault_proxy.on(fault_proxy.NEW_VDI),
+                                       2 * STALL)):
+            name = image_name()
+            data = pattern(2) + b'end'
+            added = self.proxy.add(fault)
+            result = self.add(name, data, size=0)
+            self.settle()
+            self.log_outcome('%r: add: %r' % (added, result))
+            self.assertTrue(added.fired)
+            self.assertNotIsInstance(result, STORE_ERRORS)
+            own = result[0].rsplit(':', 1)[1]
+            self.assertByteExact(own, data, result)
+            census = sheep_objects.Census(self.sheep)
+            self.assertEqual([], census.leaks([own]))
+            self.sd.delete(self.location(own))
+            self.assertEqual([], sheep_objects.Census(self.sheep).leaks())
+        self.assertNoLeftovers()
 
     # -- finding 5 ----------------------------------------------------------
 

@@ -19,6 +19,7 @@ client is chosen, and that with ``native`` nothing looks for ``dog``.
 import hashlib
 import io
 import os
+import re
 
 import fixtures
 from glance_store import capabilities
@@ -139,7 +140,10 @@ class NativeSelectedTest(base.StoreTestCase):
             self.assertEqual(hashlib.sha256(data).hexdigest(), result[3])
         else:
             result = sd.add('img', io.BytesIO(data), len(data))
-        uri = 'sheepdog://127.0.0.1:%d:img' % self.port
+        # The VDI of this attempt: the image id and a random suffix.
+        name = result[0].rsplit(':', 1)[1]
+        self.assertIsNotNone(re.match(r'img\.[0-9a-f]{16}\Z', name))
+        uri = 'sheepdog://127.0.0.1:%d:%s' % (self.port, name)
         self.assertEqual(uri, result[0])
         self.assertEqual(len(data), result[1])
         self.assertEqual(hashlib.md5(data).hexdigest(), result[2])
@@ -150,8 +154,8 @@ class NativeSelectedTest(base.StoreTestCase):
         self.assertEqual(data[5:15], b''.join(stream))
         sd.delete(loc)
         self.assertRaises(exceptions.NotFound, sd.get_size, loc)
-        where = ('127.0.0.1', self.port, 'img')
-        self.assertEqual([('check',), ('write', 'img', len(data)),
+        where = ('127.0.0.1', self.port, name)
+        self.assertEqual([('check',), ('write', name, len(data)),
                           ('lookup',) + where, ('lookup',) + where,
                           ('read',) + where + (5, 10),
                           ('delete',) + where, ('lookup',) + where,
@@ -163,10 +167,11 @@ class NativeSelectedTest(base.StoreTestCase):
     def test_unknown_size_is_zero_for_the_client(self):
         sd = self.make_store()
         if store.MULTIHASH:
-            sd.add('img', io.BytesIO(b'abc'), 0, 'md5')
+            uri = sd.add('img', io.BytesIO(b'abc'), 0, 'md5')[0]
         else:
-            sd.add('img', io.BytesIO(b'abc'), 0)
-        self.assertIn(('write', 'img', 0), StubNativeClient.calls)
+            uri = sd.add('img', io.BytesIO(b'abc'), 0)[0]
+        self.assertIn(('write', uri.rsplit(':', 1)[1], 0),
+                      StubNativeClient.calls)
 
     def test_failed_check_disables_nothing(self):
         # Until issue 36 a failed check disabled uploads and deletes for

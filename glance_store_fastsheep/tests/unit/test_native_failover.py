@@ -249,17 +249,19 @@ class WriteFailoverTest(ClientTestCase):
         self.assertFailedOver(self.first, self.second)
         self.assertNothingLeft()
 
-    def test_new_vdi_reply_lost_leaves_the_vdi_alone(self):
-        # The VDI the lost reply was about cannot be told from one that
-        # was there before (nothing NEW_VDI carries identifies the
-        # attempt): never written into, the upload fails clearly.
+    def test_new_vdi_reply_lost_adopts_the_vdi(self):
+        # The name is the attempt's own (store.vdi_name): the VDI the
+        # lost reply was about, empty and unmarked, can only be the one
+        # this request created. It is adopted and written (until
+        # per-attempt names the upload failed with Duplicate and left
+        # it behind).
         data = os.urandom(3 * OBJECT)
         vid = self.first.next_vid
         self.first.reply_fault = (proto.OP_NEW_VDI, 1, 'reset')
-        exc = self.assertRaises(exceptions.Duplicate, self.write, data)
-        self.assertIn('reply to its NEW_VDI was lost', str(exc))
+        self.write(data)
+        self.assertIn('adopting vdi %x' % vid, self.log.output)
         self.assertEqual(vid, self.first.images['img', 0].vid)
-        self.assertEqual(b'\0' * len(data), self.first.image_bytes('img'))
+        self.assertEqual(data, self.first.image_bytes('img'))
         self.assertFailedOver(self.first, self.second)
         self.assertNothingLeft()
 

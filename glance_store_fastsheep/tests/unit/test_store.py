@@ -14,12 +14,14 @@ import errno
 import hashlib
 import io
 import os
+import re
 
 import fixtures
 from glance_store import capabilities
 from glance_store import exceptions
 from glance_store import location
 from oslo_config import cfg
+from testtools import matchers
 
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import opts
@@ -182,8 +184,10 @@ class RoundTripTest(base.StoreTestCase):
         data = os.urandom(size)
         name = 'img-%d-%s' % (size, announce)
         result = add(self.sd, name, data, size if announce else 0)
-        self.assertEqual('sheepdog://127.0.0.1:%d:%s' % (self.port, name),
-                         result[0])
+        # The VDI of this attempt: the image id and a random suffix.
+        self.assertThat(result[0], matchers.MatchesRegex(
+            r'sheepdog://127\.0\.0\.1:%d:%s\.[0-9a-f]{16}\Z'
+            % (self.port, re.escape(name))))
         self.assertEqual(size, result[1])
         self.assertEqual(hashlib.md5(data).hexdigest(), result[2])
         loc = self.location(result[0])
@@ -296,10 +300,16 @@ class FaultTest(base.StoreTestCase):
                 exc = self.assertRaises(OSError, os.kill, pid, 0)
                 self.assertEqual(errno.ESRCH, exc.errno)
 
-    def test_duplicate(self):
+    def test_vdi_named_like_the_image_is_left_alone(self):
+        # Before per-attempt names this was Duplicate (the VDI was named
+        # by the image id); now the upload takes a name of its own and
+        # leaves the existing VDI as it was.
         self.dog.put('img', b'old')
-        self.assertRaises(exceptions.Duplicate, add, self.sd, 'img', b'new')
-        self.assertEqual(['img'], self.dog.vdis())
+        result = add(self.sd, 'img', b'new')
+        self.assertEqual(['img', result[0].rsplit(':', 1)[1]],
+                         sorted(self.dog.vdis()))
+        loc = self.location('sheepdog://127.0.0.1:%d:img' % self.port)
+        self.assertEqual(b'old', b''.join(self.sd.get(loc)[0]))
 
     def test_bad_image_id(self):
         before = self.dog.calls()

@@ -19,12 +19,15 @@ test_native_read.
 import fixtures
 from glance_store import exceptions
 
+from glance_store_fastsheep import store
 from glance_store_fastsheep.tests.functional import base as functional_base
 from glance_store_fastsheep.tests.unit import base as unit_base
 from glance_store_fastsheep.tests.unit import fake_sheep
 from glance_store_fastsheep.tests.unit import test_native_read
 
 OBJECT = test_native_read.OBJECT
+SUFFIX = '.0123456789abcdef'
+NAME = 'img' + SUFFIX
 payload = test_native_read.payload
 
 
@@ -87,29 +90,32 @@ class UploadCheckTest(unit_base.StoreTestCase):
         self.store = self.make_store()
         self.log = self.useFixture(fixtures.FakeLogger(
             name='glance_store_fastsheep'))
+        # The attempt's name known in advance, for the fake sheep's table.
+        self.useFixture(fixtures.MockPatchObject(
+            store, 'vdi_name', lambda image_id: image_id + SUFFIX))
 
     def test_every_object_recorded(self):
-        self.sheep.add_image('img', self.data)
+        self.sheep.add_image(NAME, self.data)
         self.assertEqual(len(self.data),
                          functional_base.add(self.store, 'img', self.data)[1])
-        self.assertEqual(['img'], self.dog.vdis())
+        self.assertEqual([NAME], self.dog.vdis())
 
     def test_lost_record_fails_the_upload_and_deletes_it(self):
         # Object 2 as sheep's table has it after a lost inode update.
         lost = self.data[:2 * OBJECT] + b'\0' * OBJECT + self.data[3 * OBJECT:]
-        self.sheep.add_image('img', lost)
+        self.sheep.add_image(NAME, lost)
         exc = self.assertRaises(exceptions.BackendException,
                                 functional_base.add, self.store, 'img',
                                 self.data)
-        self.assertIn('lost the record of 1 object(s) of image img '
-                      '(indexes 2)', str(exc))
+        self.assertIn('lost the record of 1 object(s) of image %s '
+                      '(indexes 2)' % NAME, str(exc))
         self.assertEqual([], self.dog.vdis())
-        self.assertIn('Deleted the partial sheepdog image img',
+        self.assertIn('Deleted the partial sheepdog image %s' % NAME,
                       self.log.output)
 
     def test_unreachable_sheep_is_logged(self):
         self.sheep.close()
         self.assertEqual(len(self.data),
                          functional_base.add(self.store, 'img', self.data)[1])
-        self.assertIn('Stored image img without checking its object table',
-                      self.log.output)
+        self.assertIn('Stored image %s without checking its object table'
+                      % NAME, self.log.output)

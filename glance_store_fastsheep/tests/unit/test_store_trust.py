@@ -169,8 +169,8 @@ class MembershipTest(TrustTestCase):
         # connection before answering: the upload fails over.
         self.first.reply_fault = (proto.OP_CREATE_AND_WRITE_OBJ, 1, 'reset')
         data = test_native_read.payload(2 * OBJECT + 9, seed=7)
-        test_store.add(sd, OTHER, data)
-        self.assertEqual(data, self.first.image_bytes(OTHER))
+        uri = test_store.add(sd, OTHER, data)[0]
+        self.assertEqual(data, self.first.image_bytes(uri.rsplit(':', 1)[1]))
         self.assertEqual([], self.foreign.connections)
         known = cluster.MEMBERSHIPS[(('127.0.0.1', self.first.port),)]
         self.assertNotIn(('127.0.0.1', self.foreign.port), known.members)
@@ -243,8 +243,8 @@ class StartUpTest(TrustTestCase):
         self.addCleanup(back.close)
         back.add_image(IMAGE, self.data)
         self.assertEqual(len(self.data), sd.get_size(loc))
-        test_store.add(sd, OTHER, b'data')
-        self.assertEqual(b'data', back.image_bytes(OTHER))
+        uri = test_store.add(sd, OTHER, b'data')[0]
+        self.assertEqual(b'data', back.image_bytes(uri.rsplit(':', 1)[1]))
 
     def test_the_check_tries_every_entry_point(self):
         self.conf = self.make_conf(

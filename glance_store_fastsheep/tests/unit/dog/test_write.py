@@ -154,6 +154,8 @@ def green_main(count, budget):
     The fake dog's environment comes from the parent test.
     """
     writers = budget_mod.WRITERS = RecordingBudget()
+    # As UploadBudgetTest.setUp: each VDI named by its image id.
+    store.vdi_name = lambda image_id: image_id
     sd = store.Store(base.make_conf(sheepdog_store_write_budget=budget))
     sd.configure(re_raise_bsc=True)
     images = images_of(count, 4)
@@ -199,6 +201,10 @@ class UploadBudgetTest(base.StoreTestCase):
         # eventlet's tpool keeps its fds for the life of the process.
         hub_safe.off_hub(lambda: None)
         self.fds = len(os.listdir('/proc/self/fd'))
+        # Each VDI named by its image id, to find the bytes: these test
+        # the budget, test_store_vdi_names the per-attempt names.
+        self.useFixture(fixtures.MockPatchObject(
+            store, 'vdi_name', lambda image_id: image_id))
 
     def budget_store(self, budget, **overrides):
         return self.make_store(self.make_conf(
