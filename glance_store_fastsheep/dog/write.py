@@ -26,9 +26,11 @@ write budget (budget.WRITERS) while it exists.
 
 import collections
 import errno
+import sys
 
 from glance_store import exceptions
 from oslo_log import log as logging
+import six
 
 from glance_store_fastsheep import budget
 from glance_store_fastsheep.dog import pipe
@@ -122,10 +124,43 @@ class Uploader(object):
     # control commands -------------------------------------------------
 
     def _create(self, size):
-        self.settings.dog.check('create', self.address, self.port,
-                                self.name, size)
+        """``dog vdi create``; adopt the VDI if dog failed after sheep made it.
+
+        The name is this attempt's alone (``store.vdi_name``), so a VDI
+        of that name found after ``vdi create`` failed other than by
+        Duplicate (dog's connection reset or timed out with the request
+        carried out, its reply lost) can only be the one this command
+        created: it is adopted when it has the size asked for. Duplicate
+        (VDI_EXIST) is never adopted: dog sends NEW_VDI once, so the
+        name was taken before (a caller of the client reusing a name),
+        and that VDI is not counted as created, so nothing deletes it.
+        """
+        dog = self.settings.dog
+        try:
+            dog.check('create', self.address, self.port, self.name, size)
+        except exceptions.Duplicate:
+            raise
+        except (exceptions.BackendException,
+                exceptions.GlanceStoreException) as exc:
+            failure = sys.exc_info()
+            found = self._look_up_after(exc)
+            if found is None or found.size != size:
+                six.reraise(*failure)
+            LOG.warning('`vdi create` of sheepdog image %s failed (%s) but '
+                        'created it: adopted', self.name, exc)
         self.created = True
         self.size = size
+
+    def _look_up_after(self, failure):
+        """The VDI called name after ``vdi create`` failed, or None."""
+        try:
+            return self.settings.dog.stat(self.address, self.port,
+                                          self.name)
+        except (exceptions.BackendException,
+                exceptions.GlanceStoreException) as exc:
+            LOG.warning('Could not look sheepdog image %s up after `vdi '
+                        'create` failed (%s): %s', self.name, failure, exc)
+            return None
 
     def _grow(self, size):
         if size > self.size:

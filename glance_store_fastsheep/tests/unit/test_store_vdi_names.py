@@ -20,6 +20,7 @@ Against a fake sheep and a peer (a second member to fail over to).
 
 import hashlib
 import io
+import os
 import re
 
 import fixtures
@@ -225,3 +226,40 @@ class DogVdiNamesTest(base.StoreTestCase):
         name = uri.rsplit(':', 1)[1]
         self.assertIsNotNone(NAME.match(name))
         self.assertEqual([name], self.dog.vdis())
+
+    def test_failed_create_that_created_is_adopted(self):
+        # `dog vdi create` exits non-zero although sheep created the VDI
+        # (its reply lost): the attempt's own name finds it, adopted.
+        self.lost.append('sheepdog `vdi create` failed: Failed to read '
+                         'from the sheep')
+        for size in (None, 0):
+            data = payload(100 * 1024 + 11, seed=8)
+            uri = self.add(data, size)
+            name = uri.rsplit(':', 1)[1]
+            loc = location.Location('sheepdog', store.StoreLocation,
+                                    self.conf, uri=uri, image_id=IMAGE_ID)
+            self.assertEqual(data, b''.join(self.store.get(loc)[0]))
+            self.store.delete(loc)
+            self.assertNotIn(name, self.dog.vdis())
+        self.assertEqual([], self.dog.vdis())
+        self.assertEqual([], self.lost)
+
+    def test_failed_create_that_created_nothing_fails(self):
+        self.useFixture(fixtures.EnvironmentVariable('FAKE_DOG_DOWN', '1'))
+        self.assertRaises(exceptions.BackendException, self.add, b'data')
+        self.assertEqual([], self.dog.vdis())
+
+    def test_existing_name_is_neither_adopted_nor_deleted(self):
+        # A caller of the client reusing a name: dog sends NEW_VDI once,
+        # so VDI_EXIST means the VDI was there before; it stays.
+        self.dog.put('img', b'original')
+        self.assertRaises(exceptions.Duplicate, self.store.client.write,
+                          'img', io.BytesIO(b'other'), None, 5)
+        self.refused.append('sheepdog `vdi create` failed: Failed to '
+                            'connect')
+        self.assertRaises(exceptions.BackendException,
+                          self.store.client.write, 'img',
+                          io.BytesIO(b'other'), None, 5)
+        self.assertEqual(['img'], self.dog.vdis())
+        with open(os.path.join(self.dog.vdi_dir, 'img'), 'rb') as vdi:
+            self.assertEqual(b'original', vdi.read())
