@@ -12,6 +12,7 @@
 
 import hashlib
 import os
+import uuid
 
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests.functional import base
@@ -168,4 +169,35 @@ class DefaultSizesTest(base.FunctionalTestCase):
         self.assertEqual(base.MIB, max(len(p) for p in pieces))
         self.assertEqual(1, len(self.sheep.calls('read')))
         self.sd.delete(self.location('big'))
+        self.assertNothingLeft()
+
+
+class TwoStoresOneClusterTest(base.FunctionalTestCase):
+    """Two stores on one cluster hold the same image (issue 37).
+
+    glance's copy-image and an import to several stores write the same
+    image id to two backends; on one cluster each upload is a VDI of
+    its own (store.vdi_name), through the dog client here.
+    """
+
+    def test_same_image_in_two_stores(self):
+        self.use_attempt_names()
+        other_conf = self.make_conf()
+        other = self.make_store(other_conf)
+        image_id = str(uuid.uuid4())
+        data = os.urandom(CHUNK + 5)
+        copy = os.urandom(2 * CHUNK + 1)
+        uri = base.add(self.sd, image_id, data)[0]
+        other_uri = base.add(other, image_id, copy, 0)[0]
+        self.assertNotEqual(uri, other_uri)
+        names = [one.rsplit(':', 1)[1] for one in (uri, other_uri)]
+        self.assertEqual(sorted(names), self.sheep.list_vdis())
+        self.assertEqual(data, self.sheep.vdi_bytes(names[0]))
+        self.assertEqual(copy, self.sheep.vdi_bytes(names[1]))
+        # Deleting the image from one store leaves the other's copy.
+        self.sd.delete(self.location(uri))
+        self.assertEqual([names[1]], self.sheep.list_vdis())
+        stream, length = other.get(self.location(other_uri, other_conf))
+        self.assertEqual(copy, b''.join(stream))
+        other.delete(self.location(other_uri, other_conf))
         self.assertNothingLeft()
