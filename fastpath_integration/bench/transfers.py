@@ -178,7 +178,7 @@ def _unhashed(store, image_id, source, size):
 def _put(store, params, size):
     """Upload the source's first size bytes.
 
-    Returns (image id, add() seconds, add() CPU seconds): the CPU of
+    Returns (VDI name, add() seconds, add() CPU seconds): the CPU of
     this process over the add() alone, not over the check that follows.
     ``unhashed`` uploads through add()'s client call with no hash
     (``_unhashed``).
@@ -209,7 +209,10 @@ def _put(store, params, size):
     if result[1] != size:
         raise AssertionError('add() said %d bytes, not %d' % (result[1],
                                                               size))
-    return image_id, elapsed, cpu
+    # The VDI's name is the location's: add() names it for the upload
+    # attempt (the image id and a suffix); _unhashed by the image id.
+    name = result[0].rsplit(':', 1)[1] if result[0] else image_id
+    return name, elapsed, cpu
 
 
 def _check_and_drop(params, image_id, size, sha256=None):
