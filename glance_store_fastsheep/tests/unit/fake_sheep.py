@@ -39,6 +39,8 @@ from glance_store_fastsheep.native import proto
 
 # The longest a request held by ``late`` waits for its Event.
 LATE_LIMIT = 30
+# What a 'retryable' reply_fault answers: SD_RES_NEW_NODE_VER.
+RETRYABLE_ANSWER = 0x82
 
 INODE_TABLE_END = (proto.INODE_DATA_INDEX_OFFSET +
                    4 * proto.INODE_DATA_INDEX_ENTRIES)
@@ -461,6 +463,11 @@ class FakeSheep(object):
             with self.lock:
                 answer = handler(self, req_id, opcode, length, oid, offset,
                                  snapid, data, fields)
+            if drop == 'retryable':
+                # Done, but answered as if it should be sent again.
+                conn.sendall(proto.pack_response(req_id, opcode,
+                                                 RETRYABLE_ANSWER))
+                return True
             if drop:
                 # Done, but the reply is lost with the connection.
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
@@ -527,7 +534,9 @@ class FakeSheep(object):
         the operation and resets the connection instead of answering (a
         sheep killed after its work, before its reply), 'stall' neither
         does nor answers it (a frozen sheep), 'hold' resets the connection
-        and keeps the request for ``land_held`` (a copy that lands late).
+        and keeps the request for ``land_held`` (a copy that lands late),
+        'retryable' does it and answers ``RETRYABLE_ANSWER`` (a request
+        carried out whose answer says to send it again).
         """
         fault = self.reply_fault
         if fault is None or fault[0] != opcode:

@@ -108,6 +108,23 @@ class VdiNamesTest(base.StoreTestCase):
     def test_lost_new_vdi_reply_is_adopted_unknown_size(self):
         self._lost_new_vdi_reply(0)
 
+    def test_new_vdi_carried_out_and_answered_retryable_is_adopted(self):
+        # A retryable result for a NEW_VDI sheep carried out (or a
+        # forged one): resent on the same connection, it meets
+        # VDI_EXIST with no failover. Adopted all the same.
+        data = payload(2 * OBJECT + 3, seed=9)
+        self.first.reply_fault = (proto.OP_NEW_VDI, 1, 'retryable')
+        uri = self.add(self.store, data)
+        self.first.reply_fault = None
+        self.assertEqual([], [r for r in self.second.requests
+                              if r[0] == proto.OP_NEW_VDI])
+        self.assertEqual(2, len([r for r in self.first.requests
+                                 if r[0] == proto.OP_NEW_VDI]))
+        self.assertEqual([(self.vdi_of(uri), 0)], list(self.first.images))
+        self.assertEqual(data, self.read(self.store, uri))
+        self.store.delete(self.loc(uri))
+        self.assertNothingOnTheCluster()
+
     def test_two_stores_on_one_cluster_hold_the_same_image(self):
         # glance's copy-image and an import to several stores write the
         # same image id to two backends; on one cluster each write is a
