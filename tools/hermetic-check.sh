@@ -26,6 +26,12 @@ if [ "${FASTPATH_HERMETIC_INSIDE:-}" != 1 ]; then
         fi
         echo "hermetic-check: skipped: no sheepdog to build or use" \
             "(set SHEEPDOG_PREFIX or SHEEPDOG_SOURCE)"
+        # For toxfile.py's end-of-run report.
+        if [ -n "${FASTPATH_SKIP_LOG:-}" ]; then
+            printf '%s\t%s\t%s\n' "${TOX_ENV_NAME:--}" \
+                "the hermetic check" "no sheepdog to build or use" \
+                >> "$FASTPATH_SKIP_LOG" || true
+        fi
         exit 0
     fi
     namespaces=(--net --mount --pid --fork --kill-child --mount-proc)

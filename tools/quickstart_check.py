@@ -230,6 +230,7 @@ def main():
             return 1
         print('quickstart: NOT CHECKED: %s' % sheepdog.SKIP_REASON,
               file=sys.stderr)
+        sheepdog.record_skip('the quick start')
         return 0
     work = tempfile.mkdtemp(prefix='quickstart-')
     failures = []

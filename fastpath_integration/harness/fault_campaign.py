@@ -584,6 +584,7 @@ def main(argv=None):
             print('faults: %s' % sheepdog.SKIP_REASON, file=sys.stderr)
             return 1
         print('faults: skipped: %s' % sheepdog.SKIP_REASON)
+        sheepdog.record_skip('the fault campaign')
         return 0
     if args.seed is not None:
         seeds = [int(args.seed)]

@@ -43,6 +43,7 @@ class RealCluster(object):
             if os.environ.get(REQUIRE_VARIABLE):
                 self.fail('%s is set but %s' % (REQUIRE_VARIABLE,
                                                 sheepdog.SKIP_REASON))
+            sheepdog.record_skip('glance_store_fastsheep real-cluster tests')
             self.skipTest(sheepdog.SKIP_REASON)
         return self.useFixture(sheepdog.SheepdogCluster(
             self.NODES, self.COPIES, put_on_path=True))

@@ -27,4 +27,5 @@ class EventletPassTest(test_eventlet.EventletPass, base.BaseTestCase):
         super(EventletPassTest, self).setUp()
         if not sheepdog.available() and not os.environ.get(
                 'FASTPATH_REQUIRE_REAL_SHEEPDOG'):
+            sheepdog.record_skip('real-cluster tests under eventlet')
             self.skipTest(sheepdog.SKIP_REASON)

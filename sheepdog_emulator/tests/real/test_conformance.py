@@ -72,6 +72,7 @@ class ConformanceTestCase(base.BaseTestCase):
             if os.environ.get(REQUIRE_VARIABLE):
                 self.fail('%s is set but %s' % (REQUIRE_VARIABLE,
                                                 sheepdog.SKIP_REASON))
+            sheepdog.record_skip('the emulator against a real dog')
             self.skipTest('the emulator was not compared with a real dog: '
                           '%s; tox -e real and tox -e py27 run this where '
                           'tools/build-sheepdog.sh finds sheepdog'
