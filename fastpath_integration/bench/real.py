@@ -341,10 +341,15 @@ def _api(args, report, cluster, native):
             # rows meant for dog name it.
             reader = self.reader or (
                 'dog' if option == 'sheepdog_store_client' else None)
-            if self.store == 'fastsheep' and reader:
+            if self.store == 'fastsheep':
                 parser = configparser.ConfigParser(interpolation=None)
                 parser.read(self.conf)
-                parser.set('glance_store', option, reader)
+                if reader:
+                    parser.set('glance_store', option, reader)
+                # The image's location names the VDI the bench wrote
+                # with dog (clusters.PREFIX), not a glance image id.
+                parser.set('glance_store', 'sheepdog_store_serve_any_name',
+                           'true')
                 with open(self.conf, 'w') as conf:
                     parser.write(conf)
             return extra
