@@ -64,7 +64,8 @@ class DogClient(client.Client):
         if current.read_concurrency > 1 and length > current.read_window:
             pieces = readahead.pieces
         return stream.Stream(pieces, current, address, port, name, offset,
-                             length)
+                             length, transfer=stream.Transfer(
+                                 client.DOG, address, port, name, length))
 
     def delete(self, address, port, name):
         """Delete the VDI; NotFound when missing.

@@ -172,11 +172,12 @@ class RangeRead(object):
         self._release(kill=True)
 
 
-def pieces(settings, address, port, name, offset, length):
+def pieces(settings, address, port, name, offset, length, transfer=None):
     """The plain download: one ``dog vdi read`` for the whole range.
 
     What ``stream.Stream`` runs for ``Store.get`` with a read
-    concurrency of 1, or a range of at most one window.
+    concurrency of 1, or a range of at most one window. ``dog`` never
+    fails over: transfer (a ``stream.Transfer``) has nothing to learn.
     """
     if length <= 0:
         return

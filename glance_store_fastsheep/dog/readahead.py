@@ -552,7 +552,8 @@ class _Download(object):
             self.keep(0)
 
 
-def pieces(settings, address, port, name, offset, length, make_ramp=None):
+def pieces(settings, address, port, name, offset, length, make_ramp=None,
+           transfer=None):
     """The read-ahead download, for ``stream.Stream``.
 
     ``Store.get`` runs it when read concurrency is more than 1.
@@ -562,7 +563,8 @@ def pieces(settings, address, port, name, offset, length, make_ramp=None):
     returns a ReaderRamp. ``Store.get`` leaves the default, ReaderRamp,
     which starts at one reader and adds readers while they pay;
     ``lambda most: ReaderRamp(most, start=most)`` runs them all from the
-    start.
+    start. ``dog`` never fails over: transfer (a ``stream.Transfer``)
+    has nothing to learn.
     """
     if length <= 0:
         return

@@ -144,7 +144,8 @@ class NativeClient(client.Client):
 
     def read(self, address, port, name, offset, length):
         return stream.Stream(read.pieces, self.settings, address, port,
-                             name, offset, length)
+                             name, offset, length, transfer=stream.Transfer(
+                                 client.NATIVE, address, port, name, length))
 
     def write(self, name, source, digest, image_size):
         return write.write_image(self.settings, name, source, digest,

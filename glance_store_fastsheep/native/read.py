@@ -190,12 +190,13 @@ class _RangeRead(object):
 
 
 def read_range(settings, address, port, name, offset, length, snapid=0,
-               tag=''):
+               tag='', transfer=None):
     """Yield length bytes of VDI name from offset, in read-size pieces.
 
     snapid or tag select a snapshot; the default is the current VDI.
     Unsupported after the first piece is a BackendException like any
-    other fault mid-stream.
+    other fault mid-stream. transfer (a ``stream.Transfer``) learns how
+    many times the read failed over.
     """
     if length <= 0:
         return
@@ -227,12 +228,15 @@ def read_range(settings, address, port, name, offset, length, snapid=0,
             'read of sheepdog image %s failed after %d of %d bytes: %s'
             % (name, read.delivered, length, exc))
     finally:
+        if transfer is not None:
+            transfer.failovers = session.failovers
         session.close()
 
 
-def pieces(settings, address, port, name, offset, length):
+def pieces(settings, address, port, name, offset, length, transfer=None):
     """The native download, for ``stream.Stream``: read_range, logged."""
-    native = read_range(settings, address, port, name, offset, length)
+    native = read_range(settings, address, port, name, offset, length,
+                        transfer=transfer)
     try:
         for piece in native:
             yield piece

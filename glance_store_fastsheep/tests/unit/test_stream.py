@@ -11,6 +11,7 @@
 # under the License.
 """The one lazy stream every download returns (stream.Stream)."""
 
+import fixtures
 from oslotest import base
 
 from glance_store_fastsheep import stream
@@ -46,3 +47,63 @@ class StreamTest(base.BaseTestCase):
         lazy.close()
         self.assertEqual(['started', 'closed'], events)
         self.assertEqual([], list(lazy))
+
+
+def _moving(count, transfer=None):
+    """count pieces of 4 bytes; the transfer learns of 2 failovers."""
+    try:
+        for index in range(count):
+            if index == 2:
+                raise IOError('sheep gone')
+            yield b'%04d' % index
+    finally:
+        transfer.failovers = 2
+
+
+class TransferLineTest(base.BaseTestCase):
+    """One INFO line per download, however it ends."""
+
+    def setUp(self):
+        super(TransferLineTest, self).setUp()
+        self.log = self.useFixture(fixtures.FakeLogger(
+            name='glance_store_fastsheep.stream'))
+
+    def stream(self, count):
+        return stream.Stream(_moving, count, transfer=stream.Transfer(
+            'native', '10.0.0.11', 7000, 'img.0123456789abcdef', 100))
+
+    def lines(self):
+        return [line for line in self.log.output.splitlines() if line]
+
+    def test_sent(self):
+        self.assertEqual(b'00000001', b''.join(self.stream(2)))
+        self.assertEqual(1, len(self.lines()))
+        self.assertRegex(self.lines()[0], (
+            r'^Sent sheepdog image img.0123456789abcdef from '
+            r'10.0.0.11:7000 \(native client\): 8 of 100 bytes in '
+            r'[0-9.]+s \([0-9.]+ MB/s\), 2 failover\(s\)$'))
+
+    def test_stopped_by_the_consumer(self):
+        lazy = self.stream(2)
+        self.assertEqual(b'0000', next(iter(lazy)))
+        lazy.close()
+        self.assertEqual(1, len(self.lines()))
+        self.assertIn('Stopped sending sheepdog image img.0123456789abcdef',
+                      self.lines()[0])
+        self.assertIn(': 4 of 100 bytes', self.lines()[0])
+
+    def test_failed(self):
+        self.assertRaises(IOError, list, self.stream(5))
+        self.assertEqual(1, len(self.lines()))
+        self.assertIn('Failed sending sheepdog image img.0123456789abcdef',
+                      self.lines()[0])
+        self.assertIn(': 8 of 100 bytes', self.lines()[0])
+
+    def test_no_transfer_no_line(self):
+        events = []
+        self.assertEqual([b'0'], list(stream.Stream(_pieces, events, 1)))
+        self.assertEqual([], self.lines())
+
+    def test_unknown_keyword(self):
+        self.assertRaises(TypeError, stream.Stream, _pieces, [], 1,
+                          size=3)
