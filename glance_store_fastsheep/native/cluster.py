@@ -66,9 +66,32 @@ and holders together, none after ``transfer_timeout`` from the first; a
 node that failed is not tried again by the same session. Each failover
 is logged once, as a warning naming the old node, the new one and the
 reason.
+
+Parking. A connection given up (a failover, or the end of an operation)
+with requests in flight that change a VDI (``Request.mutates``: object
+creates and writes, inode writes, attribute sets) is not closed: sheep
+would still carry out every one that fully arrived, and the client
+would never know when. It is parked (``Parking``, one per cluster,
+beside its ``Membership``) under the ids of the VDIs those requests
+change and the operation's image name, still open, its requests
+replaced by stand-ins the late answers are read into. Whatever removes
+a VDI's objects (a failed upload's clean-up, ``vdi.delete``) first
+settles the VDI's parked connections: reads each until every request
+it carried was answered, or its sheep closed it (nothing more is read
+from it there), or ``transfer_timeout`` passed since it was parked (the
+bound after which the native client gives up on a sheep that answers
+nothing). What is still unanswered then is logged as a warning naming
+the VDI and each object that may still land, and the connection
+closed. A successful upload does not wait (a frozen sheep must not hold
+it): it collects the answers already there and closes what they
+settle. Every access to the registry closes the entries past their
+bound, and an operation parks at most ``failover_attempts`` + 1
+connections (one per failover and its last gateway), so parked
+connections hold a bounded number of fds for a bounded time.
 """
 
 import bisect
+import threading
 
 from glance_store import exceptions
 from oslo_log import log as logging
@@ -118,6 +141,8 @@ class Membership(object):
         # epoch it reports, not one per reply, and does not keep the
         # next real epoch from asking.
         self.asked = None
+        # Connections given up with requests that may still land.
+        self.parking = Parking()
 
     def is_entry_point(self, node, cache=None):
         return any(nodes.same_node(node, entry, cache)
@@ -222,6 +247,133 @@ def membership(settings):
     return found
 
 
+class Parked(object):
+    """One parked connection: its Session, what it changes, its bound."""
+
+    def __init__(self, session, vids, name, bound):
+        self.session = session
+        self.vids = frozenset(vids)
+        self.name = name
+        self.bound = bound
+        self.deadline = timeutils.now() + bound
+
+    def concerns(self, vid, name):
+        return ((vid is None and name is None) or vid in self.vids or
+                (name is not None and name == self.name))
+
+    def give_up(self, why):
+        """Close, warning of every request that may still land."""
+        left = self.session.unanswered()
+        self.session.close()
+        if left:
+            LOG.warning(
+                'Sheepdog image %s (vdi %s): %d request(s) left '
+                'unanswered by %s %s and may still be carried out by that '
+                'sheep, leaving what no inode or marker of a deleted image '
+                'accounts for: %s', self.name,
+                ', '.join('%x' % vid for vid in sorted(self.vids)),
+                len(left), self.session.where(), why,
+                '; '.join(request.describe() for request in left))
+
+
+class Parking(object):
+    """The parked connections of one cluster, by VDI id and image name.
+
+    Thread- and eventlet-safe: the lock guards only the list (taken or
+    put back whole), never a read, which runs on the entries a caller
+    took out: the caller alone reads them.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._entries = []
+
+    def __len__(self):
+        with self._lock:
+            return len(self._entries)
+
+    def park(self, session, vids, name, bound):
+        """Keep session open for bound seconds under vids and name."""
+        entry = Parked(session, vids, name, bound)
+        with self._lock:
+            expired = self._expired()
+            self._entries.append(entry)
+        self._end(expired)
+
+    def _expired(self):
+        """Take the entries past their bound out (under the lock)."""
+        now = timeutils.now()
+        expired = [entry for entry in self._entries if entry.deadline <= now]
+        if expired:
+            self._entries = [entry for entry in self._entries
+                             if entry.deadline > now]
+        return expired
+
+    @staticmethod
+    def _end(expired):
+        for entry in expired:
+            # What arrived meanwhile counts.
+            entry.session.read_late(0)
+            entry.give_up('in the %ss since it was given up' % entry.bound)
+
+    def settle(self, vid=None, name=None, wait=True):
+        """Settle the connections parked for vid or name (None: all).
+
+        wait: read each until every request it carried was answered, its
+        sheep closed it, or its bound passed, then close it (warning of
+        what is left). Without wait only the answers already there are
+        read; an entry they settle is closed, the others stay parked.
+        Returns the number of requests given up on.
+        """
+        with self._lock:
+            expired = self._expired()
+            taken = [entry for entry in self._entries
+                     if entry.concerns(vid, name)]
+            self._entries = [entry for entry in self._entries
+                             if not entry.concerns(vid, name)]
+        self._end(expired)
+        given_up = sum(len(entry.session.unanswered()) for entry in expired)
+        kept = []
+        for entry in taken:
+            left = entry.session.read_late(
+                entry.deadline if wait else timeutils.now())
+            if not left:
+                entry.session.close()
+            elif wait or entry.session.sock is None:
+                given_up += len(left)
+                entry.give_up(
+                    'in the %ss since it was given up' % entry.bound
+                    if entry.session.sock is not None else
+                    'in an answer that could not be read')
+            else:
+                kept.append(entry)
+        if kept:
+            with self._lock:
+                self._entries.extend(kept)
+        return given_up
+
+    def sweep(self):
+        """Close entries past their bound and those already answered."""
+        if len(self):
+            self.settle(wait=False)
+
+    def clear(self):
+        """Close every entry now, warning of what may still land."""
+        with self._lock:
+            entries, self._entries = self._entries, []
+        for entry in entries:
+            entry.session.read_late(0)
+            entry.give_up('when the registry was cleared')
+
+
+def parking_of(session):
+    """The Parking of session's cluster (None for a plain Session)."""
+    found = getattr(session, 'cluster', None)
+    if found is None:
+        return None
+    return found.membership.parking
+
+
 class Refused(exceptions.BackendException):
     """A location names a sheep this store does not trust."""
 
@@ -268,15 +420,21 @@ class Cluster(object):
                    for known in self.nodes):
             self.nodes.append(node)
 
-    def open(self, node, name):
-        """A Session to node (Unreachable when it refuses)."""
+    def open(self, node, name, stall_timeout=None):
+        """A Session to node (Unreachable when it refuses).
+
+        stall_timeout: the longest a request waits for its answer (the
+        configured stall timeout unless given).
+        """
         settings = self.settings
+        if stall_timeout is None:
+            stall_timeout = settings.stall_timeout
         return connection.Session(node[0], node[1], name,
                                   settings.command_timeout,
                                   settings.transfer_timeout,
-                                  settings.stall_timeout)
+                                  stall_timeout)
 
-    def connect(self, name, skip_failed=True):
+    def connect(self, name, skip_failed=True, stall_timeout=None):
         """A Session to the first node that accepts a connection.
 
         Unreachable when none does: the node's own error if only one
@@ -287,7 +445,7 @@ class Cluster(object):
             if skip_failed and node in self.failed:
                 continue
             try:
-                return self.open(node, name)
+                return self.open(node, name, stall_timeout)
             except connection.Unreachable as exc:
                 self.failed.add(node)
                 errors.append(exc)
@@ -481,6 +639,9 @@ class FailoverSession(connection.Calls):
         self._routed = {}
         # id(request) -> the Session the request was last sent on.
         self._carriers = {}
+        # Connections this session parked (see Parking).
+        self.parked = 0
+        self.cluster.membership.parking.sweep()
         self.session = self.cluster.connect(name)
         if self.cluster.membership.epoch is None:
             self._learn()
@@ -520,12 +681,47 @@ class FailoverSession(connection.Calls):
     def where(self):
         return self.session.where()
 
-    def close(self):
-        self.session.close()
+    def close(self, park=True):
+        """Close every connection; park those with changes in flight.
+
+        park False: close them all, for a stream that can no longer be
+        read (a ProtocolError): its late answers could not be either.
+        """
+        if park:
+            self._set_aside(self.session)
+        else:
+            self.session.close()
         for route in list(self.routes.values()):
-            route.close()
+            self._set_aside(route)
         self.routes.clear()
         self._carriers.clear()
+
+    def _set_aside(self, session):
+        """Close session, or park it if a request of it may still land.
+
+        Parked when requests that change a VDI were sent whole and not
+        answered (``Parking``), at most failover_attempts + 1 times per
+        operation (each failover's gateway and the last one); past
+        that, closed with a warning naming what may still land.
+        """
+        if session.sock is None:
+            return
+        mutating = [request for request in session.unanswered()
+                    if request.mutates()]
+        if not mutating or session.garbled:
+            session.close()
+            return
+        vids = set(request.vdi_id() for request in mutating)
+        vids.discard(None)
+        parked = session.hand_over()
+        if self.parked > self.settings.failover_attempts:
+            Parked(parked, vids, self.name, 0).give_up(
+                'past the %d connections an operation parks' % (
+                    self.parked))
+            return
+        self.parked += 1
+        self.cluster.membership.parking.park(
+            parked, vids, self.name, self.settings.transfer_timeout)
 
     # -- routing ------------------------------------------------------------
 
@@ -615,7 +811,7 @@ class FailoverSession(connection.Calls):
             return
         self.routes.pop(session.node, None)
         pending = session.outstanding
-        session.close()
+        self._set_aside(session)
         self._reroute(session.node, pending, exc)
 
     def _within_bounds(self, exc):
@@ -663,7 +859,8 @@ class FailoverSession(connection.Calls):
         pending = list(carried) + [
             request for request in old.outstanding
             if request.opcode != proto.OP_GET_NODE_LIST]
-        old.close()
+        # Open while what it carried may still land (see Parking).
+        self._set_aside(old)
         self.cluster.failed.add(old.node)
         self._within_bounds(exc)
         try:
@@ -688,7 +885,7 @@ class FailoverSession(connection.Calls):
         route = self.routes.pop(new.node, None)
         if route is not None:
             pending.extend(route.outstanding)
-            route.close()
+            self._set_aside(route)
         LOG.warning('Failing over sheepdog image %s from %s to %s '
                     '(%d request(s) resent): %s', self.name,
                     _text(old.node), _text(new.node), len(pending), exc)

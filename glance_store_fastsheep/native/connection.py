@@ -32,6 +32,7 @@ stalled connection raises ``ConnectionLost``, which ``cluster`` answers
 by resending ``outstanding`` to another sheep.
 """
 
+import select
 import socket
 
 from glance_store import exceptions
@@ -114,12 +115,15 @@ class Request(object):
     __slots__ = ('opcode', 'oid', 'offset', 'length', 'view', 'flags',
                  'payload', 'copies', 'copy_policy', 'header_data',
                  'result', 'response', 'done', 'deadline', 'pause', 'tag',
-                 'proto_ver', 'sent_at')
+                 'proto_ver', 'sent_at', 'vid')
 
     def __init__(self, opcode, oid=0, offset=0, length=0, view=None,
                  flags=0, header_data=None, payload=None, copies=0,
-                 copy_policy=0, tag=None):
+                 copy_policy=0, tag=None, vid=None):
         self.opcode = opcode
+        # The VDI a request without an object id (an attribute set)
+        # changes; object requests name theirs in oid.
+        self.vid = vid
         self.oid = oid
         self.offset = offset
         self.length = length
@@ -168,6 +172,8 @@ class Request(object):
     def capacity(self):
         """The most bytes of response data the request has room for."""
         if self.opcode == proto.OP_GET_NODE_LIST:
+            if self.view is None:
+                return proto.NODE_LIST_BUFFER
             return len(self.view)
         return self.expected
 
@@ -180,6 +186,44 @@ class Request(object):
         if self.opcode == proto.OP_GET_NODE_LIST:
             return data_length <= self.capacity
         return data_length == self.expected
+
+    def vdi_id(self):
+        """The id of the VDI this request changes or reads, else None."""
+        if self.vid is not None:
+            return self.vid
+        if self.opcode in MUTATING_OBJECT_OPS + (proto.OP_READ_OBJ,
+                                                 proto.OP_REMOVE_OBJ):
+            return proto.oid_vid(self.oid)
+        return None
+
+    def mutates(self):
+        """Whether a late copy of this request can add to a VDI.
+
+        Object creates and writes (data and inode) and attribute sets or
+        deletes: what could leave an object, an entry or a marker behind
+        once landing after a removal. Not reads, and not REMOVE_OBJ
+        (removing again removes nothing more).
+        """
+        if self.opcode in MUTATING_OBJECT_OPS:
+            return True
+        return (self.opcode == proto.OP_GET_VDI_ATTR and
+                bool(self.flags & (proto.FLAG_CMD_CREAT |
+                                   proto.FLAG_CMD_DEL)))
+
+    def stand_in(self):
+        """A copy to read a late answer into, touching nothing of this one.
+
+        The request itself is resent elsewhere (its buffers, results and
+        state are the twin's); an answer to the first copy goes into the
+        stand-in, and any data it carries is dropped (no view).
+        """
+        length = self.length
+        if self.payload is not None:
+            length = sum(len(piece) for piece in self.payload)
+        copy = Request(self.opcode, self.oid, self.offset, length,
+                       flags=self.flags, vid=self.vdi_id())
+        copy.sent_at = self.sent_at
+        return copy
 
     def reads_inode(self):
         """Whether this reads (part of) a VDI's inode object."""
@@ -207,6 +251,10 @@ class Request(object):
                 self.oid)
         return '%s of %d bytes at %d of object %016x' % (
             name, self.length, self.offset, self.oid)
+
+
+# Object requests whose late copy can add to a VDI (Request.mutates).
+MUTATING_OBJECT_OPS = (proto.OP_CREATE_AND_WRITE_OBJ, proto.OP_WRITE_OBJ)
 
 
 class Calls(object):
@@ -262,6 +310,10 @@ class Session(Calls):
 
     # Times this session's work moved to another sheep (see cluster).
     failovers = 0
+    # Whether an answer could not be read (receive_one raised a
+    # ProtocolError or Unsupported): what follows on the stream cannot
+    # be either, so the connection is never parked (see cluster).
+    garbled = False
 
     def __init__(self, address, port, name, connect_timeout, idle_timeout,
                  stall_timeout=None):
@@ -339,6 +391,12 @@ class Session(Calls):
                 if len(pieces) > 1:
                     self.sock.sendall(b''.join(small))
                     small = []
+                    # The header-only requests before this one are whole
+                    # on the wire now: sheep may carry them out.
+                    now = timeutils.now()
+                    for sent in unstamped[:-1]:
+                        sent.sent_at = now
+                    unstamped = [request]
                     for piece in pieces[1:]:
                         self.sock.sendall(piece)
                     now = timeutils.now()
@@ -421,6 +479,18 @@ class Session(Calls):
     def receive_one(self, waiting=None):
         """Read one response into its request; return the request.
 
+        See _receive_one; an answer that cannot be read marks the
+        session ``garbled``.
+        """
+        try:
+            return self._receive_one()
+        except (proto.ProtocolError, Unsupported):
+            self.garbled = True
+            raise
+
+    def _receive_one(self):
+        """Read one response into its request; return the request.
+
         waiting (the request the caller waits for) does not matter here:
         this connection carries every request of the session.
 
@@ -466,8 +536,7 @@ class Session(Calls):
                        proto.result_text(response.result),
                        request.describe()))
             if response.data_length:
-                self._receive_into(request.view[:response.data_length],
-                                   request.describe())
+                self._receive_data(request, response.data_length)
         elif not request.accepts(response.data_length):
             raise proto.ProtocolError(
                 '%s sent %d bytes for %s'
@@ -476,9 +545,8 @@ class Session(Calls):
         else:
             self._bounded(proto.check_success, request.opcode, response)
             if response.data_length:
-                data = request.view[:response.data_length]
-                self._receive_into(data, request.describe())
-                if request.reads_inode():
+                data = self._receive_data(request, response.data_length)
+                if data is not None and request.reads_inode():
                     self._bounded(proto.check_inode_read, request.oid,
                                   request.offset, data)
         # Only now: a request whose data was cut off is still to resend.
@@ -486,6 +554,81 @@ class Session(Calls):
         request.result = response.result
         request.response = response
         return request
+
+    def _receive_data(self, request, length):
+        """Read length bytes of data into request's view; its view.
+
+        A stand-in (no view: a late answer to a first copy) has them
+        read and dropped, a bounded piece at a time; None then.
+        """
+        if request.view is not None:
+            data = request.view[:length]
+            self._receive_into(data, request.describe())
+            return data
+        scratch = memoryview(bytearray(min(length, DISCARD_PIECE)))
+        while length:
+            take = min(length, len(scratch))
+            self._receive_into(scratch[:take], request.describe())
+            length -= take
+        return None
+
+    def hand_over(self):
+        """A Session now holding this connection; this one ends closed.
+
+        For a connection given up with requests in flight that its sheep
+        may still carry out (``cluster.Parking``): the new Session reads
+        their answers into stand-ins (``Request.stand_in``), while this
+        one keeps its ``outstanding`` requests for the caller to resend.
+        """
+        parked = Session.__new__(Session)
+        parked.__dict__.update(self.__dict__)
+        parked._outstanding = dict(
+            (req_id, request.stand_in())
+            for req_id, request in self._outstanding.items())
+        parked._header = bytearray(proto.HEADER_SIZE)
+        parked._header_view = memoryview(parked._header)
+        self.sock = None
+        return parked
+
+    def unanswered(self):
+        """The requests in flight whose bytes all went out.
+
+        Sheep carries out a request only once all of it arrived; one cut
+        off mid-way is never completed on a connection nobody sends on.
+        """
+        return [request for request in self._outstanding.values()
+                if request.sent_at is not None]
+
+    def read_late(self, deadline):
+        """Read answers of what is in flight until deadline (monotonic).
+
+        Returns the requests still unanswered (``unanswered``): none
+        once the far side closed (EOF or reset: that sheep reads nothing
+        more from this connection). A deadline already passed reads only
+        what has arrived, without waiting. A stream that cannot be read
+        (garbled, cut off mid-answer, or no answer within the stall
+        timeout once it began) is closed: the caller sees ``sock`` None
+        with requests left.
+        """
+        while True:
+            due = self.unanswered()
+            if not due or self.sock is None:
+                return due
+            if not _readable(self.sock, deadline - timeutils.now()):
+                return due
+            try:
+                self.receive_one()
+            except Stalled as exc:
+                LOG.debug('Late answers of %s cut off: %s', self.where(),
+                          exc)
+                self.close()
+            except ConnectionLost:
+                self.close()
+                return []
+            except (proto.ProtocolError, Unsupported) as exc:
+                LOG.debug('Late answers of %s unreadable: %s',
+                          self.where(), exc)
+                self.close()
 
     def _bounded(self, check, *args):
         """Run a proto check; its ProtocolError names this sheep."""
@@ -521,6 +664,35 @@ class Session(Calls):
                     self.where(), proto.result_text(result),
                     request.describe(), self.idle_timeout))
         raise error_for(result, self.where(), request.describe(), self.name)
+
+
+# Bytes of a dropped answer's data read at once (Session._receive_data).
+DISCARD_PIECE = 1 << 20
+
+
+def _readable(sock, timeout):
+    """Whether sock has something to read (or its end) within timeout.
+
+    timeout <= 0: only what is there now, without yielding to a hub
+    (the original select, harmless under eventlet as it never blocks).
+    """
+    if timeout <= 0:
+        if hub_safe.is_green():
+            from eventlet import patcher
+            poll = patcher.original('select').select
+        else:
+            poll = select.select
+        try:
+            return bool(poll([sock.fileno()], [], [], 0)[0])
+        except (OSError, IOError, ValueError, select.error):
+            return True  # let the read say what happened
+    try:
+        hub_safe.wait_fd(sock.fileno(), timeout=timeout)
+    except hub_safe.Timeout:
+        return False
+    except (OSError, IOError, ValueError, select.error):
+        return True
+    return True
 
 
 def vdi_request(opcode, name, snapid=0, tag='', vdi_size=0):

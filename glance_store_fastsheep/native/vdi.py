@@ -242,14 +242,16 @@ def _adoptable(session, name, vdi, size):
                    for key in (PARTIAL_KEY, COMPLETE_KEY, DELETING_KEY))
 
 
-def _attr_request(session, name, key, flags, value=b''):
+def _attr_request(session, name, key, flags, value=b'', vid=None):
     """GET_VDI_ATTR of key on name, answered with its own result.
 
     An internal operation: sent with the cluster's SD_SHEEP_PROTO_VER,
     the one known from an earlier internal request or else each known
     one until sheep stops answering VER_MISMATCH. The request is the
     same whole struct ``dog`` sends, so resending it after a failover
-    sets or deletes the same attribute slot again.
+    sets or deletes the same attribute slot again. vid: the VDI a set or
+    delete is for (a connection given up with it in flight is parked
+    under it, see cluster.Parking).
     """
     known = getattr(getattr(session, 'cluster', None), 'sheep_version',
                     None)
@@ -260,7 +262,8 @@ def _attr_request(session, name, key, flags, value=b''):
     for version in versions:
         request = connection.Request(
             proto.OP_GET_VDI_ATTR, header_data=lambda req_id, v=version:
-                proto.pack_vdi_attr(req_id, v, name, key, value, flags))
+                proto.pack_vdi_attr(req_id, v, name, key, value, flags),
+            flags=flags, vid=vid)
         answer = session.call_raw(request)
         if answer.result == proto.VER_MISMATCH:
             continue
@@ -287,7 +290,7 @@ def _set_marker(session, name, vdi, key):
     and carries the later VDI's create_time: ``_has_marker`` ignores it.
     """
     answer = _attr_request(session, name, key, proto.FLAG_CMD_CREAT,
-                           _marker_value(vdi))
+                           _marker_value(vdi), vdi.vid)
     if answer.result != proto.SUCCESS:
         raise connection.error_for(answer.result, session.where(),
                                    'GET_VDI_ATTR (set %s)' % key, name)
@@ -332,7 +335,8 @@ def clear_partial(session, name, vdi):
     and no complete one.
     """
     _set_marker(session, name, vdi, COMPLETE_KEY)
-    answer = _attr_request(session, name, PARTIAL_KEY, proto.FLAG_CMD_DEL)
+    answer = _attr_request(session, name, PARTIAL_KEY, proto.FLAG_CMD_DEL,
+                           vid=vdi.vid)
     if answer.result not in (proto.SUCCESS, proto.NO_OBJ):
         raise connection.error_for(answer.result, session.where(),
                                    'GET_VDI_ATTR (delete %s)' % PARTIAL_KEY,
@@ -515,8 +519,24 @@ def delete(session, name):
     a name and a snapshot id or tag, never a vid), so a copy landing
     late would delete whatever VDI then has the name: it is sent on one
     connection and never resent to another sheep (``_del_vdi_once``).
+
+    Nothing is removed while a request this process sent for the image
+    may still land: the connections parked for it (``cluster.Parking``:
+    given up by a failover or an operation's end with writes, inode
+    updates or marker sets in flight, or an unanswered DEL_VDI) are
+    settled first, and again before DEL_VDI and before the markers'
+    objects are removed. A name already gone (a DEL_VDI that landed
+    after an earlier delete gave up on it) has its markers' objects
+    removed before NotFound is raised, so a retried delete leaves
+    nothing.
     """
-    vdi = look_up(session, name)
+    _settle(session, name)
+    try:
+        vdi = look_up(session, name)
+    except exceptions.NotFound:
+        remove_markers(session, name)
+        raise
+    _settle(session, name, vdi.vid)
     if has_snapshots(session, vdi, name):
         raise exceptions.InUseByStore(
             message='sheepdog image %s has snapshots (%s): left intact; '
@@ -524,6 +544,7 @@ def delete(session, name):
                 name, session.where()))
     mark_deleting(session, name, vdi)
     clear_entries(session, vdi)
+    _settle(session, name, vdi.vid)
     _del_vdi_once(session, name, vdi)
     check = session.call_raw(connection.vdi_request(proto.OP_GET_VDI_INFO,
                                                     name))
@@ -535,7 +556,15 @@ def delete(session, name):
     if check.result not in (proto.NO_VDI, proto.NO_TAG):
         raise connection.error_for(check.result, session.where(),
                                    'GET_VDI_INFO', name)
+    _settle(session, name, vdi.vid)
     remove_markers(session, name)
+
+
+def _settle(session, name, vid=None):
+    """Wait for the parked connections of name (and vid) to settle."""
+    parking = cluster.parking_of(session)
+    if parking is not None:
+        parking.settle(vid, name)
 
 
 def _del_vdi_once(session, name, vdi):
@@ -550,12 +579,21 @@ def _del_vdi_once(session, name, vdi):
     looked up on the session: gone means the copy landed; still there,
     the delete fails, leaving the VDI marked DELETING_KEY (its reads
     fail) for a retried delete to finish.
+
+    There is no other sheep to try and it is never resent, so its answer
+    is waited for as long as any sheep's: ``transfer_timeout``, not the
+    stall timeout. Left unanswered that long, the connection is parked
+    under the VDI and the name (``cluster.Parking``) rather than closed:
+    a retried delete settles it first, and removes the markers' objects
+    once the name is gone.
     """
     request = connection.vdi_request(proto.OP_DEL_VDI, name)
     cluster_ = getattr(session, 'cluster', None)
     own = session
     if cluster_ is not None:
-        own = cluster_.connect(name)
+        own = cluster_.connect(
+            name, stall_timeout=cluster_.settings.transfer_timeout)
+    stalled = False
     try:
         answer = own.call_raw(request)
     except connection.ConnectionLost as exc:
@@ -565,13 +603,28 @@ def _del_vdi_once(session, name, vdi):
                     'not resent to another sheep: %s', name, vdi.vid, exc)
         answer = None
         lost = exc
+        # A stall leaves the connection open, the request on it whole:
+        # sheep may still carry it out. A reset or EOF: that sheep
+        # reads nothing more from it.
+        stalled = (isinstance(exc, connection.Stalled) and
+                   own.sock is not None and bool(own.unanswered()))
     finally:
-        if own is not session:
+        if own is not session and not stalled:
             own.close()
     if answer is None:
-        check = session.call_raw(connection.vdi_request(
-            proto.OP_GET_VDI_INFO, name))
-        if check.result in (proto.NO_VDI, proto.NO_TAG):
+        gone = False
+        try:
+            check = session.call_raw(connection.vdi_request(
+                proto.OP_GET_VDI_INFO, name))
+            gone = check.result in (proto.NO_VDI, proto.NO_TAG)
+        finally:
+            if stalled and gone:
+                own.close()  # it landed: nothing more to wait for
+            elif stalled:
+                cluster_.membership.parking.park(
+                    own.hand_over(), [vdi.vid], name,
+                    cluster_.settings.transfer_timeout)
+        if gone:
             return
         if check.result != proto.SUCCESS:
             raise connection.error_for(check.result, session.where(),

@@ -43,15 +43,22 @@ resends the writes and inode updates not acknowledged yet (``cluster``).
 On failure the objects created and not recorded are removed with
 ``REMOVE_OBJ`` and the VDI is deleted (``vdi.delete``), on a fresh
 connection to any live member. Before that, whatever the error, the
-answers of the requests still in flight are waited for (``drain``,
-within the stall timeout): sheep does every request that reached it,
-so a write answered after clean_up looked would leave an object no
-inode records. What the drain cannot wait for stays a window: requests
-unanswered on a connection given up (a frozen or cut-off gateway, a
-garbled stream, or the first copies of what a failover resent), at
-most ``write_concurrency`` objects and their entries, may still be done
-by that sheep whenever it resumes; clean_up then logs a warning naming
-the VDI id whose objects may be left.
+answers of the requests still in flight are waited for: on the gateway
+(``drain``, within the stall timeout), then on every connection given
+up with writes in flight (the gateways a failover left and the last
+one, parked by ``cluster.FailoverSession``), which clean_up settles
+(``cluster.Parking``) before it looks: sheep does every request that
+reached it, so a write answered after clean_up looked would leave an
+object no inode records. That wait is bounded by ``transfer_timeout``
+from when each connection was given up; what is still unanswered then
+(a sheep frozen that long) is logged as a warning naming the VDI and
+its objects that may still land. Only a garbled stream (nothing more
+can be read from it) is closed with its requests unsettled.
+
+A successful upload does not wait for the connections a failover
+parked (a frozen gateway must not hold it): it reads the answers
+already there and closes what they settle; a delete of the image
+settles the rest before it removes anything (``vdi.delete``).
 
 Sizes. A flat inode (the store policy NEW_VDI gives) records at most
 2^20 objects (``MAX_OBJECTS``): the object size is asked of the cluster
@@ -627,6 +634,10 @@ class Writer(object):
                           self.name, self.vdi.vid, vdi_ops.PARTIAL_KEY, exc)
             return
         try:
+            # Nothing is looked at or removed while a write of this
+            # upload may still land (see cluster.Parking).
+            session.cluster.membership.parking.settle(self.vdi.vid,
+                                                      self.name)
             current = vdi_ops.look_up(session, self.name)
             if current.vid != self.vdi.vid:
                 LOG.error('Sheepdog image %s is no longer the VDI this '
@@ -644,8 +655,9 @@ class Writer(object):
             if self.abandoned:
                 LOG.warning('Writes of the partial sheepdog image %s (vdi '
                             '%x) were left unanswered on a connection '
-                            'given up; sheep may still do them, leaving '
-                            'objects of vdi %x that no inode records',
+                            'whose answers could not be read; sheep may '
+                            'still do them, leaving objects of vdi %x that '
+                            'no inode records',
                             self.name, self.vdi.vid, self.vdi.vid)
         except Exception as exc:
             # The upload's own error is the one raised; this one is only
@@ -693,14 +705,12 @@ class Writer(object):
         bounded: a request is waited for at most the stall timeout (as
         everywhere), and no new wait starts after one stall timeout
         from the drain's start, so a frozen sheep costs at most two.
-        Results no longer matter here. What is left unanswered (and
-        the first copies of what a failover resent) may still land
-        later: ``abandoned`` says so, and clean_up logs it.
+        Results no longer matter here. What is left unanswered here
+        (and the first copies of what a failover resent) is not lost:
+        closing the session parks those connections, and clean_up
+        settles them before it removes anything.
         """
         gateway = getattr(self.session, 'session', self.session)
-        if getattr(self.session, 'failovers', 0):
-            # First copies left on the gateways failed over from.
-            self.abandoned = True
         deadline = timeutils.now() + gateway.stall_timeout
         try:
             while gateway.outstanding:
@@ -710,9 +720,9 @@ class Writer(object):
                             len(gateway.outstanding), gateway.where()))
                 gateway.receive_one()
         except Exception as exc:
-            self.abandoned = True
             LOG.warning('Requests in flight of sheepdog image %s not all '
-                        'answered before its cleanup: %s', self.name, exc)
+                        'answered before its cleanup, which waits for them '
+                        'on a parked connection: %s', self.name, exc)
 
 
 def unrecorded(session, vdi):
@@ -745,11 +755,19 @@ def write_image(settings, name, source, digest, image_size):
                                       (settings.address, settings.port))
     writer = Writer(session, settings, name)
     try:
-        return writer.write(source, digest, image_size)
+        written = writer.write(source, digest, image_size)
+        # The first copies a failover resent, if any, are parked: what
+        # they answered already settles them, without waiting (a frozen
+        # sheep must not hold a successful upload); a delete settles
+        # the rest.
+        session.close()
+        session.cluster.membership.parking.settle(writer.vdi.vid, name,
+                                                  wait=False)
+        return written
     except proto.ProtocolError as exc:
         # A garbled stream: its answers can no longer be read.
         writer.abandoned = bool(session.outstanding)
-        session.close()
+        session.close(park=False)
         writer.clean_up()
         raise exceptions.BackendException(
             'upload of sheepdog image %s failed: %s' % (name, exc))

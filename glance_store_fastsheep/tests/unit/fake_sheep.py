@@ -206,7 +206,7 @@ class FakeSheep(object):
         # that cluster (cluster.MEMBERSHIPS) is not this one's.
         for key in list(cluster.MEMBERSHIPS):
             if any(node[1] == self.port for node in key):
-                del cluster.MEMBERSHIPS[key]
+                cluster.MEMBERSHIPS.pop(key).parking.clear()
         # GET_NODE_LIST entries: 80 bytes, or 592 (disk vnodes).
         self.node_size = proto.NODE_SIZES[0]
         self._stop = False

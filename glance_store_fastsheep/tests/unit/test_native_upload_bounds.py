@@ -139,9 +139,11 @@ class FinalErrorTest(test_native_client.ClientTestCase):
 
     def test_drain_of_a_frozen_sheep_is_bounded_and_says_what_may_land(self):
         # Objects 0-2 are never answered while the upload runs: the
-        # drain gives up within its bound, and clean_up names the VDI
-        # whose objects the frozen sheep may still write.
+        # drain gives up within its bound, the gateway is parked, and
+        # clean_up waits for it within the transfer timeout, then names
+        # the VDI and the objects the frozen sheep may still write.
         self.settings.stall_timeout = 0.3
+        self.settings.transfer_timeout = 1.0
         vid = self.sheep.next_vid = 0x40
         self.sheep.write_results[proto.data_oid(vid, 3)] = EIO
         release = threading.Event()
@@ -161,13 +163,17 @@ class FinalErrorTest(test_native_client.ClientTestCase):
         self.assertRaises(exceptions.BackendException, self.client.write,
                           'img', io.BytesIO(data),
                           test_native_client.digest(), len(data))
-        # Two stall timeouts at most, and no failover: not the transfer
-        # timeout (5 s).
+        # Two stall timeouts at most, no failover, and the transfer
+        # timeout (1 s) since the gateway was parked.
         self.assertLess(time.time() - started, 2.5)
         self.assertEqual([], list(self.sheep.images))
         self.assertIn('not all answered before its cleanup', log.output)
-        self.assertIn('sheep may still do them, leaving objects of vdi 40',
-                      log.output)
+        self.assertIn('Sheepdog image img (vdi 40): 3 request(s) left '
+                      'unanswered', log.output)
+        self.assertIn('may still be carried out by that sheep', log.output)
+        for index in range(3):
+            self.assertIn('of object %016x' % proto.data_oid(vid, index),
+                          log.output)
         self.assertNotIn('Failing over', log.output)
         self.assertEqual(0, budget.WRITERS.held)
 
