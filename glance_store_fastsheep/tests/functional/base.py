@@ -32,6 +32,7 @@ import six
 from fastpath_integration.harness import host
 from glance_store_fastsheep.dog import command as dog_command
 from glance_store_fastsheep import hub_safe
+from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests import emulator_fixture
 from glance_store_fastsheep.tests import ports
@@ -70,6 +71,12 @@ def cmdline(pid):
 
 def open_fds():
     return sorted(os.listdir('/proc/self/fd'))
+
+
+def settle_parked():
+    """Settle every connection the native client parked, in any cluster."""
+    for known in list(cluster.MEMBERSHIPS.values()):
+        known.parking.settle()
 
 
 def add(sd, name, data, size=None, algo=None, verifier=None):
@@ -164,7 +171,13 @@ class FunctionalTestCase(base.BaseTestCase):
         return ()
 
     def assertNothingLeft(self, vdis=()):
-        """No VDI but vdis, no child process (not even a zombie), no fd."""
+        """No VDI but vdis, no child process (not even a zombie), no fd.
+
+        The native client's parked connections (requests a failover or
+        an operation's end left in flight) are settled first, as any
+        later operation of the cluster would, within their bound.
+        """
+        settle_parked()
         self.assertEqual(sorted(vdis), self.sheep.list_vdis())
         own = set(self.cluster_pids())
         self.assertEqual([], [(pid, state, cmdline(pid))

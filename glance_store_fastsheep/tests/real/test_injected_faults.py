@@ -125,7 +125,13 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         self.fds_before = base.open_fds()
 
     def settle(self):
-        """Every held request landed and answered, every link closed."""
+        """Every held request landed and answered, every link closed.
+
+        The connections the client parked (requests of a failover's old
+        gateway, or an unanswered DEL_VDI) are settled first: their
+        links end only once the client closes them.
+        """
+        base.settle_parked()
         for proxy in self.proxies:
             self.assertTrue(proxy.wait_quiet(60), 'requests still held')
             for link in list(proxy.links):
@@ -245,6 +251,83 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         self.log_outcome('add: %r' % (result,))
         self.assertIsInstance(result, STORE_ERRORS)
         self.assertIn('SD_RES_EIO', str(result))
+        self.assertNoLeftovers()
+
+    # -- windows (a) and (b) of the fault campaign ---------------------------
+
+    def test_late_first_copy_of_a_resent_write_leaves_no_object(self):
+        # Window (a): the second object write is held 8 s, past the 2 s
+        # stall: the client fails over, resends it and the upload
+        # succeeds. The image is deleted at once, while the first copy
+        # is still held; it lands later. The delete must not have
+        # removed anything before it did.
+        name = image_name()
+        data = pattern(6)
+        held = self.proxy.add(fault_proxy.hold(nth(2, creates), 8))
+        result = self.add(name, data)
+        self.assertTrue(held.fired)
+        self.assertEqual((len(data), hashlib.md5(data).hexdigest()),
+                         tuple(result[1:3]))
+        deleted = None
+        try:
+            self.sd.delete(self.location(name))
+        except STORE_ERRORS as exc:
+            deleted = exc
+        self.settle()
+        self.log_outcome('add: %r; delete: %r' % (result, deleted))
+        self.assertIsNone(deleted)
+        self.assertNoLeftovers()
+
+    def test_del_vdi_held_past_the_stall_timeout_completes(self):
+        # Window (b): DEL_VDI, never resent, is held 5 s: past the 2 s
+        # stall timeout, within the 30 s transfer timeout. The delete
+        # waits for it and completes, its markers' objects removed.
+        name = image_name()
+        data = pattern(2)
+        self.assertByteExact(name, data, self.add(name, data))
+        held = self.proxy.add(fault_proxy.hold(
+            fault_proxy.on(fault_proxy.DEL_VDI), 5))
+        deleted = None
+        try:
+            self.sd.delete(self.location(name))
+        except STORE_ERRORS as exc:
+            deleted = exc
+        self.settle()
+        self.log_outcome('delete: %r' % (deleted,))
+        self.assertTrue(held.fired)
+        self.assertIsNone(deleted)
+        self.assertNoLeftovers()
+
+    def test_del_vdi_held_past_the_transfer_timeout_is_finished_by_a_retry(
+            self):
+        # DEL_VDI held 8 s, past a 4 s transfer timeout: the delete fails
+        # clearly (the VDI stays marked deleting). The held copy then
+        # deletes the VDI; glance's retried delete finds the name gone
+        # and must still leave nothing: no marker object either.
+        name = image_name()
+        data = pattern(2)
+        self.assertByteExact(name, data, self.add(name, data))
+        held = self.proxy.add(fault_proxy.hold(
+            fault_proxy.on(fault_proxy.DEL_VDI), 8))
+        impatient = self.make_store(self.make_conf(
+            sheepdog_store_transfer_timeout=4))
+        first = None
+        try:
+            impatient.delete(self.location(name))
+        except STORE_ERRORS as exc:
+            first = exc
+        self.assertTrue(held.fired)
+        self.assertTrue(self.proxy.wait_quiet(60), 'DEL_VDI still held')
+        retried = None
+        try:
+            impatient.delete(self.location(name))
+        except STORE_ERRORS as exc:
+            retried = exc
+        self.settle()
+        self.log_outcome('delete: %r; retried: %r' % (first, retried))
+        self.assertIsInstance(first, exceptions.BackendException)
+        self.assertIn('DEL_VDI was not answered', str(first))
+        self.assertIsInstance(retried, exceptions.NotFound)
         self.assertNoLeftovers()
 
     # -- finding 4 ----------------------------------------------------------
