@@ -671,8 +671,14 @@ class Writer(object):
     def _remove(session, vdi, indexes):
         """REMOVE_OBJ vdi's data objects of indexes, DELETE_BATCH at once.
 
-        indexes may be an iterator: only a batch is held at a time.
+        indexes may be an iterator (read only from here on): only a
+        batch is held at a time. The connections parked with writes of
+        vdi are settled first: a write landing after its REMOVE_OBJ
+        would leave an object no inode records.
         """
+        parking = cluster.parking_of(session)
+        if parking is not None:
+            parking.settle(vdi.vid)
         indexes = iter(indexes)
         while True:
             requests = [connection.Request(
@@ -720,6 +726,8 @@ class Writer(object):
                             len(gateway.outstanding), gateway.where()))
                 gateway.receive_one()
         except Exception as exc:
+            # A stream that could not be read is closed, not parked.
+            self.abandoned = getattr(gateway, 'garbled', False)
             LOG.warning('Requests in flight of sheepdog image %s not all '
                         'answered before its cleanup, which waits for them '
                         'on a parked connection: %s', self.name, exc)
