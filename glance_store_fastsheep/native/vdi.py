@@ -487,7 +487,12 @@ def remove_markers(session, name):
             found = session.call_raw(connection.Request(
                 proto.OP_READ_OBJ, oid, 0, len(buf), memoryview(buf),
                 proto.FLAG_CMD_DIRECT))
+            if found.result == proto.NO_OBJ:
+                continue
             if found.result != proto.SUCCESS:
+                LOG.warning('Could not read the %s object of deleted '
+                            'sheepdog image %s: %s', key, name,
+                            proto.result_text(found.result))
                 continue
             if proto.unpack_vdi_attr(buf)[2] != key.encode('ascii'):
                 continue
