@@ -91,12 +91,14 @@ connections hold a bounded number of fds for a bounded time.
 """
 
 import bisect
+import socket
 import threading
 
 from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep import nodes
@@ -247,6 +249,10 @@ def membership(settings):
     return found
 
 
+# Seconds a probe of a cut connection's sheep waits for its accept.
+PROBE_TIMEOUT = 2.0
+
+
 class Parked(object):
     """One parked connection: its Session, what it changes, its bound."""
 
@@ -256,6 +262,25 @@ class Parked(object):
         self.name = name
         self.bound = bound
         self.deadline = timeutils.now() + bound
+        self.gone = None
+
+    def sheep_gone(self):
+        """Whether the sheep of a cut connection refuses connections.
+
+        A sheep that is gone (killed: its port refuses) carries nothing
+        out any more; one that accepts may still be doing what it took.
+        Asked once.
+        """
+        if self.gone is None:
+            node = self.session.node
+            try:
+                probe = socket.create_connection(node, PROBE_TIMEOUT)
+            except (socket.error, OSError):
+                self.gone = True
+            else:
+                probe.close()
+                self.gone = False
+        return self.gone
 
     def concerns(self, vid, name):
         return ((vid is None and name is None) or vid in self.vids or
@@ -335,16 +360,25 @@ class Parking(object):
         given_up = sum(len(entry.session.unanswered()) for entry in expired)
         kept = []
         for entry in taken:
-            left = entry.session.read_late(
+            session = entry.session
+            left = session.read_late(
                 entry.deadline if wait else timeutils.now())
+            if left and session.cut and entry.sheep_gone():
+                left = []
             if not left:
-                entry.session.close()
-            elif wait or entry.session.sock is None:
+                session.close()
+            elif session.sock is None and not session.cut:
                 given_up += len(left)
-                entry.give_up(
-                    'in the %ss since it was given up' % entry.bound
-                    if entry.session.sock is not None else
-                    'in an answer that could not be read')
+                entry.give_up('in an answer that could not be read')
+            elif wait:
+                if session.cut:
+                    # Nothing to read: what that sheep took gets its
+                    # bound to land before anything is removed.
+                    hub_safe.sleep(max(0.0, entry.deadline -
+                                       timeutils.now()))
+                given_up += len(left)
+                entry.give_up('in the %ss since it was given up'
+                              % entry.bound)
             else:
                 kept.append(entry)
         if kept:

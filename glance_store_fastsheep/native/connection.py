@@ -314,6 +314,10 @@ class Session(Calls):
     # ProtocolError or Unsupported): what follows on the stream cannot
     # be either, so the connection is never parked (see cluster).
     garbled = False
+    # Whether the far side ended the connection (EOF or reset) while
+    # requests were in flight (read_late): nothing more is read there,
+    # but what that sheep already took may still be carried out.
+    cut = False
 
     def __init__(self, address, port, name, connect_timeout, idle_timeout,
                  stall_timeout=None):
@@ -602,13 +606,16 @@ class Session(Calls):
     def read_late(self, deadline):
         """Read answers of what is in flight until deadline (monotonic).
 
-        Returns the requests still unanswered (``unanswered``): none
-        once the far side closed (EOF or reset: that sheep reads nothing
-        more from this connection). A deadline already passed reads only
-        what has arrived, without waiting. A stream that cannot be read
-        (garbled, cut off mid-answer, or no answer within the stall
-        timeout once it began) is closed: the caller sees ``sock`` None
-        with requests left.
+        Returns the requests still unanswered (``unanswered``). A
+        deadline already passed reads only what has arrived, without
+        waiting. Once the far side ended the connection (EOF or reset)
+        it is closed and ``cut``: nothing more is read from it, but a
+        request that sheep took whole may still be carried out (sheep
+        finishes what it queued whatever becomes of the connection;
+        a network that drops the connection does not stop it either).
+        A stream that cannot be read (garbled, cut off mid-answer, or no
+        answer within the stall timeout once it began) is closed too,
+        not cut: the caller sees ``sock`` None with requests left.
         """
         while True:
             due = self.unanswered()
@@ -623,8 +630,8 @@ class Session(Calls):
                           exc)
                 self.close()
             except ConnectionLost:
+                self.cut = True
                 self.close()
-                return []
             except (proto.ProtocolError, Unsupported) as exc:
                 LOG.debug('Late answers of %s unreadable: %s',
                           self.where(), exc)

@@ -587,10 +587,10 @@ def _del_vdi_once(session, name, vdi):
 
     There is no other sheep to try and it is never resent, so its answer
     is waited for as long as any sheep's: ``transfer_timeout``, not the
-    stall timeout. Left unanswered that long, the connection is parked
-    under the VDI and the name (``cluster.Parking``) rather than closed:
-    a retried delete settles it first, and removes the markers' objects
-    once the name is gone.
+    stall timeout. Left unanswered that long, or cut off after it went
+    out whole, the connection is parked under the VDI and the name
+    (``cluster.Parking``) rather than closed: a retried delete settles
+    it first, and removes the markers' objects once the name is gone.
     """
     request = connection.vdi_request(proto.OP_DEL_VDI, name)
     cluster_ = getattr(session, 'cluster', None)
@@ -608,11 +608,9 @@ def _del_vdi_once(session, name, vdi):
                     'not resent to another sheep: %s', name, vdi.vid, exc)
         answer = None
         lost = exc
-        # A stall leaves the connection open, the request on it whole:
-        # sheep may still carry it out. A reset or EOF: that sheep
-        # reads nothing more from it.
-        stalled = (isinstance(exc, connection.Stalled) and
-                   own.sock is not None and bool(own.unanswered()))
+        # Sent whole and unanswered (a stall, a reset or EOF after it
+        # went out): sheep may still carry it out.
+        stalled = own.sock is not None and bool(own.unanswered())
     finally:
         if own is not session and not stalled:
             own.close()

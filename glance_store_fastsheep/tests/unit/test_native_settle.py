@@ -91,6 +91,26 @@ class SettleTest(test_native_failover.ClientTestCase):
         self.assertEqual(0, len(self.parking()))
         self.assertNothingLeft()
 
+    def test_write_cut_off_after_it_went_out_is_waited_for_its_bound(self):
+        # The connection is reset under a whole object write that the
+        # sheep keeps and carries out 1 s later (a network that drops
+        # the connection, not the request). Nothing more can be read,
+        # so no answer says when it landed: the delete waits its bound
+        # (the transfer timeout) before removing anything.
+        self.with_transfer_timeout(2.5)
+        vid = self.first.next_vid
+        self.first.reply_fault = (proto.OP_CREATE_AND_WRITE_OBJ, 2, 'hold')
+        self.write(os.urandom(4 * OBJECT))
+        self.assertFailedOver(self.first, self.second)
+        timer = threading.Timer(1.0, self.first.land_held)
+        timer.start()
+        self.addCleanup(timer.cancel)
+        self.client.delete('127.0.0.1', self.first.port, 'img')
+        timer.join()
+        self.assertEqual([], self.objects_of(vid))
+        self.assertNotIn(('img', 0), self.first.images)
+        self.assertNothingLeft()
+
     def test_settled_connection_is_closed_by_a_later_operation(self):
         # The first copy was answered after the upload returned: the
         # next operation of the cluster closes its connection.
