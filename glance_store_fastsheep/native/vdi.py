@@ -471,22 +471,31 @@ def marker_oid(name, key):
     return proto.attr_oid(vid, hval & 0xffffffff)
 
 
+# Reads of a marker's object remove_markers makes before giving up on it.
+MARKER_READS = 3
+
+
 def remove_markers(session, name):
     """Remove the objects of name's markers; for a name sheep deleted.
 
     Sheep never removes an attribute's object (deleting one zeroes its
     name, deleting the VDI leaves them all), so each image would leave
     its partial, complete and deleting objects in the stores for good.
-    Only an object whose key is the marker's is removed. Best effort:
-    what is left names a deleted VDI and counts for no other.
+    Only an object whose key is the marker's is removed. A read that
+    fails otherwise than NO_OBJ (an EIO of one copy) is asked again, up
+    to MARKER_READS times in all. Best effort: what is left names a
+    deleted VDI and counts for no other.
     """
     for key in (PARTIAL_KEY, COMPLETE_KEY, DELETING_KEY):
         oid = marker_oid(name, key)
         buf = bytearray(proto.ATTR_HEADER_SIZE)
         try:
-            found = session.call_raw(connection.Request(
-                proto.OP_READ_OBJ, oid, 0, len(buf), memoryview(buf),
-                proto.FLAG_CMD_DIRECT))
+            for _attempt in range(MARKER_READS):
+                found = session.call_raw(connection.Request(
+                    proto.OP_READ_OBJ, oid, 0, len(buf), memoryview(buf),
+                    proto.FLAG_CMD_DIRECT))
+                if found.result in (proto.SUCCESS, proto.NO_OBJ):
+                    break
             if found.result == proto.NO_OBJ:
                 continue
             if found.result != proto.SUCCESS:
