@@ -77,15 +77,19 @@ change and the operation's image name, still open, its requests
 replaced by stand-ins the late answers are read into. Whatever removes
 a VDI's objects (a failed upload's clean-up, ``vdi.delete``) first
 settles the VDI's parked connections: reads each until every request
-it carried was answered, or its sheep closed it (nothing more is read
-from it there), or ``transfer_timeout`` passed since it was parked (the
-bound after which the native client gives up on a sheep that answers
-nothing). What is still unanswered then is logged as a warning naming
-the VDI and each object that may still land, and the connection
-closed. A successful upload does not wait (a frozen sheep must not hold
-it): it collects the answers already there and closes what they
-settle. Every access to the registry closes the entries past their
-bound, and an operation parks at most ``failover_attempts`` + 1
+it carried was answered, or ``transfer_timeout`` passed since it was
+parked (the bound after which the native client gives up on a sheep
+that answers nothing). A connection its far side ended (EOF, reset)
+tells nothing more: what that sheep took whole may still be carried
+out (sheep finishes a queued request whatever becomes of the
+connection), so it waits for the rest of its bound, unless the sheep
+is gone (its port refuses a connection: a killed sheep carries nothing
+out). What is still unanswered then is logged as a warning naming the
+VDI and each object that may still land, and the connection closed.
+A successful upload does not wait (a frozen sheep must not hold it):
+it collects the answers already there and closes what they settle.
+Every access to the registry closes the entries past their bound, and
+an operation parks at most ``failover_attempts`` + 1
 connections (one per failover and its last gateway), so parked
 connections hold a bounded number of fds for a bounded time.
 """

@@ -483,8 +483,10 @@ class Session(Calls):
     def receive_one(self, waiting=None):
         """Read one response into its request; return the request.
 
-        See _receive_one; an answer that cannot be read marks the
-        session ``garbled``.
+        waiting (the request the caller waits for) does not matter here:
+        this connection carries every request of the session. See
+        _receive_one; an answer that cannot be read marks the session
+        ``garbled``.
         """
         try:
             return self._receive_one()
@@ -494,9 +496,6 @@ class Session(Calls):
 
     def _receive_one(self):
         """Read one response into its request; return the request.
-
-        waiting (the request the caller waits for) does not matter here:
-        this connection carries every request of the session.
 
         Every field is checked before any data is read: the data of a
         success goes into the request's own buffer and must be exactly
