@@ -90,13 +90,14 @@ class Client(object):
         """
 
     @abc.abstractmethod
-    def write(self, name, source, digest, image_size):
+    def write(self, name, source, digest, image_size, transfer=None):
         """Create image ``name`` and write ``source`` into it.
 
         ``image_size`` 0 means unknown (a chunked upload). Every byte
         written goes through ``digest``. Returns the bytes written. On
         failure nothing of the image is left behind where the cluster
-        allows it, and the error is raised.
+        allows it, and the error is raised. ``transfer`` (a
+        ``stream.Transfer``) learns the failovers, for the store's line.
         """
 
     @abc.abstractmethod

@@ -43,6 +43,7 @@ from glance_store_fastsheep.dog import command as dog_command
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep import opts
 from glance_store_fastsheep import settings as settings_mod
+from glance_store_fastsheep import stream
 
 LOG = logging.getLogger(__name__)
 
@@ -437,13 +438,17 @@ class Store(driver.Store):
         started = timeutils.now()
         if not image_size or image_size < 0:
             image_size = 0  # unknown: a chunked upload
+        transfer = stream.Transfer(current.client, current.address,
+                                   current.port, name, image_size)
         # The client deletes what it created when it fails.
         written = self.client.write(name, image_data.Source(image_file),
-                                    digest, image_size)
+                                    digest, image_size, transfer)
         elapsed = max(timeutils.now() - started, 1e-6)
-        LOG.info('Stored image %s in sheepdog VDI %s at %s:%d: %d bytes in '
-                 '%.2fs (%.1f MB/s)', image_id, name, current.address,
-                 current.port, written, elapsed, written / elapsed / 1e6)
+        LOG.info('Stored image %s in sheepdog VDI %s at %s:%d (%s client): '
+                 '%d bytes in %.2fs (%.1f MB/s), %d failover(s)', image_id,
+                 name, current.address, current.port, current.client,
+                 written, elapsed, written / elapsed / 1e6,
+                 transfer.failovers)
         metadata = {}
         if self.backend_group:
             metadata['store'] = self.backend_group

@@ -100,7 +100,7 @@ class DogClient(client.Client):
                 for info in current.dog.list(current.address, current.port)
                 if listing.is_current(info)]
 
-    def write(self, name, source, digest, image_size):
+    def write(self, name, source, digest, image_size, transfer=None):
         """``dog vdi create`` + object-aligned ``dog vdi write`` processes.
 
         No existence check first: ``vdi create`` refuses an existing

@@ -147,9 +147,9 @@ class NativeClient(client.Client):
                              name, offset, length, transfer=stream.Transfer(
                                  client.NATIVE, address, port, name, length))
 
-    def write(self, name, source, digest, image_size):
+    def write(self, name, source, digest, image_size, transfer=None):
         return write.write_image(self.settings, name, source, digest,
-                                 image_size)
+                                 image_size, transfer)
 
     def vdis(self):
         current = self.settings

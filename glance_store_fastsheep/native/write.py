@@ -753,11 +753,11 @@ def unrecorded(session, vdi):
             yield index
 
 
-def write_image(settings, name, source, digest, image_size):
+def write_image(settings, name, source, digest, image_size, transfer=None):
     """Create image name on the configured sheep and write source.
 
     Returns the bytes written; on failure removes what it wrote and
-    raises.
+    raises. transfer (a ``stream.Transfer``) learns the failovers.
     """
     session = cluster.FailoverSession(settings, name,
                                       (settings.address, settings.port))
@@ -787,4 +787,6 @@ def write_image(settings, name, source, digest, image_size):
             session.close()
             writer.clean_up()
     finally:
+        if transfer is not None:
+            transfer.failovers = session.failovers
         session.close()

@@ -68,7 +68,7 @@ class StubNativeClient(client.Client):
         self.calls.append(('vdis',))
         return sorted((name, len(data)) for name, data in self.images.items())
 
-    def write(self, name, source, digest, image_size):
+    def write(self, name, source, digest, image_size, transfer=None):
         self.calls.append(('write', name, image_size))
         if name in self.images:
             raise exceptions.Duplicate(image=name)

@@ -33,6 +33,7 @@ from glance_store_fastsheep import client
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
+from glance_store_fastsheep import stream
 from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
 from glance_store_fastsheep.tests.unit import test_native_client
@@ -126,6 +127,20 @@ class ReadFailoverTest(FailoverTestCase):
         self.assertFailedOver(self.first, self.second)
         self.assertIn(('127.0.0.1', self.second.port),
                       cluster.membership(settings).members)
+        self.assertNothingLeft()
+
+    def test_the_download_line_counts_the_failover(self):
+        self.first.fault = (6, 'reset', None)
+        log = self.useFixture(fixtures.FakeLogger(
+            name='glance_store_fastsheep.stream'))
+        data = b''.join(client.get_client(Settings(self.first.port)).read(
+            '127.0.0.1', self.first.port, 'img', 0, self.SIZE))
+        self.assertEqual(self.data, data)
+        self.assertIn('Sent sheepdog image img from 127.0.0.1:%d (native '
+                      'client): %d of %d bytes' % (self.first.port,
+                                                   self.SIZE, self.SIZE),
+                      log.output)
+        self.assertIn('1 failover(s)', log.output)
         self.assertNothingLeft()
 
     def test_a_newer_epoch_has_the_members_asked_for_again(self):
@@ -238,6 +253,17 @@ class WriteFailoverTest(ClientTestCase):
         self.assertEqual(data, self.first.image_bytes('img'))
         self.assertEqual([], self.first.dangling)
         self.assertFailedOver(self.first, self.second)
+        self.assertNothingLeft()
+
+    def test_the_upload_line_counts_the_failover(self):
+        data = os.urandom(6 * OBJECT)
+        self.first.reply_fault = (proto.OP_CREATE_AND_WRITE_OBJ, 3, 'reset')
+        transfer = stream.Transfer('native', '127.0.0.1', self.first.port,
+                                   'img', len(data))
+        self.assertEqual(len(data), self.client.write(
+            'img', io.BytesIO(data), test_native_client.digest(), len(data),
+            transfer))
+        self.assertEqual(1, transfer.failovers)
         self.assertNothingLeft()
 
     def test_inode_update_lost_is_written_again(self):
