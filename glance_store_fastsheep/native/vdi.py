@@ -173,6 +173,10 @@ def find(session, name):
 def create(session, name, size):
     """Create VDI name of size bytes, or adopt the one a lost reply left.
 
+    Returns its id, before anything else is asked: from here the VDI
+    exists, and whoever cleans up must know it even when the next
+    request (its inode's read) fails.
+
     The store names the VDI of each upload attempt for that attempt
     alone (``store.vdi_name``: the image id and a random suffix), so a
     VDI of that name can only have been made by this very request.
@@ -203,7 +207,7 @@ def create(session, name, size):
                         'its reply did not come back (%s): adopting vdi '
                         '%x, which only this upload can have created',
                         name, session.where(), taken.vid)
-            return taken
+            return taken.vid
         if taken is not None and is_deleting(session, name, taken):
             raise exceptions.Duplicate(
                 message='sheepdog image %s (vdi %x) is being deleted: '
@@ -218,8 +222,7 @@ def create(session, name, size):
                 % (name, 'unknown' if taken is None else '%x' % taken.vid,
                    session.where()))
         raise
-    vid = new.response.vdi_id
-    return Vdi(vid, read_inode_fields(session, vid))
+    return new.response.vdi_id
 
 
 def _adoptable(session, name, vdi, size):

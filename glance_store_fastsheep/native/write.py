@@ -301,6 +301,10 @@ class Writer(object):
         self.session = session
         self.settings = settings
         self.name = name
+        # The id of the VDI this upload made, as soon as NEW_VDI said it
+        # (clean_up deletes it from then on), and the VDI once its inode
+        # was read.
+        self.vid = None
         self.vdi = None
         # Whether the VDI carries the partial marker (mark_partial done).
         self.marked = False
@@ -504,11 +508,12 @@ class Writer(object):
         names may still meet a marked leftover of an earlier upload of
         the name: it is replaced.
 
-        self.vdi is set before the marker: if marking fails, clean_up
-        deletes the VDI like any partial one.
+        self.vid is set as soon as NEW_VDI answers, before the inode is
+        read and the marker set: if either fails, clean_up deletes the
+        VDI like any partial one.
         """
         try:
-            self.vdi = vdi_ops.create(self.session, self.name, size)
+            self.vid = vdi_ops.create(self.session, self.name, size)
         except exceptions.Duplicate:
             old = vdi_ops.find(self.session, self.name)
             if old is None or not vdi_ops.is_partial(self.session,
@@ -519,7 +524,9 @@ class Writer(object):
                         self.name, old.vid, vdi_ops.PARTIAL_KEY)
             self._remove(self.session, old, unrecorded(self.session, old))
             vdi_ops.delete(self.session, self.name)
-            self.vdi = vdi_ops.create(self.session, self.name, size)
+            self.vid = vdi_ops.create(self.session, self.name, size)
+        self.vdi = vdi_ops.Vdi(self.vid, vdi_ops.read_inode_fields(
+            self.session, self.vid))
         vdi_ops.mark_partial(self.session, self.name, self.vdi)
         self.marked = True
 
@@ -616,7 +623,7 @@ class Writer(object):
         REMOVE_OBJ, then the VDI as ``vdi.delete`` deletes it.
         """
         self._release_slots()
-        if self.vdi is None:
+        if self.vid is None:
             return
         try:
             # Any live member: the node that failed is left out.
@@ -626,24 +633,26 @@ class Writer(object):
             if self.marked:
                 LOG.error('Could not remove the partial sheepdog image %s '
                           '(vdi %x, marked %s: an upload of the same image '
-                          'id replaces it): %s', self.name, self.vdi.vid,
+                          'id replaces it): %s', self.name, self.vid,
                           vdi_ops.PARTIAL_KEY, exc)
             else:
                 LOG.error('Could not remove the partial sheepdog image %s '
                           '(vdi %x, not marked %s: delete it by hand): %s',
-                          self.name, self.vdi.vid, vdi_ops.PARTIAL_KEY, exc)
+                          self.name, self.vid, vdi_ops.PARTIAL_KEY, exc)
             return
         try:
             # Nothing is looked at or removed while a write of this
             # upload may still land (see cluster.Parking).
-            session.cluster.membership.parking.settle(self.vdi.vid,
-                                                      self.name)
+            session.cluster.membership.parking.settle(self.vid, self.name)
             current = vdi_ops.look_up(session, self.name)
-            if current.vid != self.vdi.vid:
+            if current.vid != self.vid:
                 LOG.error('Sheepdog image %s is no longer the VDI this '
                           'upload created (%x, now %x); left alone',
-                          self.name, self.vdi.vid, current.vid)
+                          self.name, self.vid, current.vid)
                 return
+            if self.vdi is None:
+                # Created, but its inode could not be read then.
+                self.vdi = current
             if self.created:
                 last = max(self.created)
                 table = vdi_ops.Table(session, current.vid, last)
@@ -658,7 +667,7 @@ class Writer(object):
                             'whose answers could not be read; sheep may '
                             'still do them, leaving objects of vdi %x that '
                             'no inode records',
-                            self.name, self.vdi.vid, self.vdi.vid)
+                            self.name, self.vid, self.vid)
         except Exception as exc:
             # The upload's own error is the one raised; this one is only
             # logged (NotFound included: someone removed it already).

@@ -41,6 +41,8 @@ from glance_store_fastsheep.native import proto
 LATE_LIMIT = 30
 # What a 'retryable' reply_fault answers: SD_RES_NEW_NODE_VER.
 RETRYABLE_ANSWER = 0x82
+# What a 'halt' reply_fault answers: SD_RES_HALT.
+HALT = 0x19
 
 INODE_TABLE_END = (proto.INODE_DATA_INDEX_OFFSET +
                    4 * proto.INODE_DATA_INDEX_ENTRIES)
@@ -448,9 +450,13 @@ class FakeSheep(object):
             conn.sendall(proto.pack_response(req_id, opcode,
                                              self.results[opcode]))
             return True
+        drop = self._drop_reply(opcode)
+        if drop == 'halt':
+            # Not carried out: the cluster stopped doing I/O.
+            conn.sendall(proto.pack_response(req_id, opcode, HALT))
+            return True
         handler = self._HANDLERS.get(opcode)
         if handler is not None:
-            drop = self._drop_reply(opcode)
             if drop == 'stall':
                 return True
             if drop == 'hold':
@@ -536,7 +542,9 @@ class FakeSheep(object):
         does nor answers it (a frozen sheep), 'hold' resets the connection
         and keeps the request for ``land_held`` (a copy that lands late),
         'retryable' does it and answers ``RETRYABLE_ANSWER`` (a request
-        carried out whose answer says to send it again).
+        carried out whose answer says to send it again), 'halt' answers
+        SD_RES_HALT without doing it. 'halt' applies to every opcode, the
+        others to those of ``_HANDLERS``.
         """
         fault = self.reply_fault
         if fault is None or fault[0] != opcode:

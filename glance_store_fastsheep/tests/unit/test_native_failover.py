@@ -255,6 +255,16 @@ class WriteFailoverTest(ClientTestCase):
         self.assertFailedOver(self.first, self.second)
         self.assertNothingLeft()
 
+    def test_a_vdi_whose_inode_read_failed_is_removed(self):
+        # NEW_VDI answered: the VDI exists, whatever the next request
+        # (its inode's read, the upload's first READ_OBJ) answers.
+        self.first.reply_fault = (proto.OP_READ_OBJ, 1, 'halt')
+        self.assertRaises(exceptions.BackendException, self.write,
+                          os.urandom(OBJECT))
+        self.assertEqual([], [name for name, _snap in self.first.images])
+        self.assertIn('img', self.first.deleted)
+        self.assertNothingLeft()
+
     def test_the_upload_line_counts_the_failover(self):
         data = os.urandom(6 * OBJECT)
         self.first.reply_fault = (proto.OP_CREATE_AND_WRITE_OBJ, 3, 'reset')
