@@ -78,10 +78,28 @@ def python27():
                        'FASTPATH_PYTHON27' % ', '.join(candidates))
 
 
+def _named_files(requirements):
+    """The constraint and requirement files a requirement file names.
+
+    pip reads them relative to the file that names them; a changed pin
+    there must build a new venv as a changed line here does.
+    """
+    named = []
+    with open(requirements) as f:
+        for line in f:
+            words = line.split()
+            if len(words) == 2 and words[0] in ('-c', '-r'):
+                named.append(os.path.join(os.path.dirname(requirements),
+                                          words[1]))
+    return named
+
+
 def venv_key(service):
     digest = hashlib.sha256()
-    with open(requirements_file(service), 'rb') as f:
-        digest.update(f.read())
+    for name in [requirements_file(service)] + _named_files(
+            requirements_file(service)):
+        with open(name, 'rb') as f:
+            digest.update(f.read())
     if is_pike(service):
         with open(PIKE_CONSTRAINTS, 'rb') as f:
             digest.update(f.read())
