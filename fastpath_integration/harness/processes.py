@@ -8,6 +8,7 @@ it.
 
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -18,6 +19,30 @@ import requests
 from fastpath_integration.harness import host
 
 LOG = logging.getLogger(__name__)
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP reached a harness: stop what it started."""
+
+
+def on_signal(signum, frame):
+    raise Terminated('signal %d' % signum)
+
+
+def save_logs(rundir, log_dir):
+    """Copy the run directory's logs and configuration to log_dir."""
+    if not log_dir:
+        return
+    os.makedirs(log_dir, exist_ok=True)
+    for dirpath, _dirs, files in os.walk(rundir):
+        for name in files:
+            if name.endswith(('.log', '.conf', '.yaml', '.ini', '.json')):
+                src = os.path.join(dirpath, name)
+                rel = os.path.relpath(src, rundir).replace(os.sep, '__')
+                try:
+                    shutil.copy(src, os.path.join(log_dir, rel))
+                except OSError:
+                    pass
 
 
 def wait_until(predicate, timeout, what, proc=None, log=None):

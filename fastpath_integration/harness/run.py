@@ -19,32 +19,10 @@ import sys
 import tempfile
 import time
 
+from fastpath_integration.harness import processes
 from fastpath_integration.harness import stack
 
 LOG = logging.getLogger('fastpath_integration')
-
-
-class Terminated(BaseException):
-    pass
-
-
-def _on_signal(signum, frame):
-    raise Terminated('signal %d' % signum)
-
-
-def _save_logs(rundir, log_dir):
-    if not log_dir:
-        return
-    os.makedirs(log_dir, exist_ok=True)
-    for dirpath, _dirs, files in os.walk(rundir):
-        for name in files:
-            if name.endswith(('.log', '.conf', '.yaml', '.ini', '.json')):
-                src = os.path.join(dirpath, name)
-                rel = os.path.relpath(src, rundir).replace(os.sep, '__')
-                try:
-                    shutil.copy(src, os.path.join(log_dir, rel))
-                except OSError:
-                    pass
 
 
 def main(argv=None):
@@ -57,8 +35,8 @@ def main(argv=None):
     command = args.command[1:] if args.command[:1] == ['--'] else args.command
     logging.basicConfig(level=logging.INFO,
                         format='%(asctime)s harness %(message)s')
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGHUP, _on_signal)
+    signal.signal(signal.SIGTERM, processes.on_signal)
+    signal.signal(signal.SIGHUP, processes.on_signal)
 
     started = time.monotonic()
     rundir = tempfile.mkdtemp(prefix='fastpath-integration-')
@@ -89,13 +67,13 @@ def main(argv=None):
                      time.monotonic() - up)
         else:
             rc = 0
-    except (KeyboardInterrupt, Terminated) as e:
+    except (KeyboardInterrupt, processes.Terminated) as e:
         LOG.error('interrupted: %s', e)
         rc = 130
     except Exception:
         rc = 1
     finally:
-        _save_logs(rundir, args.log_dir)
+        processes.save_logs(rundir, args.log_dir)
         try:
             if harness is not None:
                 harness.cleanUp()

@@ -15,7 +15,6 @@ instead (``sheepdog_skip``) and the tests that need them skip with it.
 """
 
 import concurrent.futures
-import glob
 import json
 import logging
 import os
@@ -27,7 +26,6 @@ from fastpath_integration.harness import devstack
 from fastpath_integration.harness import glance
 from fastpath_integration.harness import infrastructure
 from fastpath_integration.harness import pike_sources
-from fastpath_integration.harness import processes
 from fastpath_integration.harness import sheepdog
 from fastpath_integration.harness import venvs
 
@@ -63,20 +61,9 @@ def install_project(rundir):
     the Pike venvs get it the way a Pike operator installs it
     (pike_sources.install_project).
     """
-    wheels = os.path.join(rundir, 'wheel')
-    log = os.path.join(rundir, 'install.log')
-    venv = venvs.ensure_venv('glance')
-    processes.run([os.path.join(venv, 'bin', 'pip'), 'wheel', '-q',
-                   '--no-deps', '-w', wheels, devstack.TOPDIR], log=log,
-                  env=venvs.venv_env(venv))
-    wheel = glob.glob(os.path.join(wheels, '*.whl'))[0]
-    for service in (glance.VENVS['current', 'uwsgi'],
-                    glance.VENVS['current', 'eventlet'],
-                    ceilometer.VENVS['current']):
-        venv = venvs.ensure_venv(service)
-        processes.run([os.path.join(venv, 'bin', 'pip'), 'install', '-q',
-                       '--no-deps', '--force-reinstall', wheel], log=log,
-                      env=venvs.venv_env(venv))
+    log = venvs.install_wheel(rundir, (glance.VENVS['current', 'uwsgi'],
+                                       glance.VENVS['current', 'eventlet'],
+                                       ceilometer.VENVS['current']))
     for service in (glance.VENVS['pike', 'eventlet'],
                     ceilometer.VENVS['pike']):
         pike_sources.install_project(service, log)

@@ -186,6 +186,27 @@ def ensure_venv(service, python=None):
         return path
 
 
+def install_wheel(rundir, services):
+    """pip install one wheel of this project, --no-deps, into services.
+
+    As devstack's install phase does: not editable, and not from a
+    service's working directory. The wheel is built by the first
+    service's venv. Returns the log.
+    """
+    wheels = os.path.join(rundir, 'wheel')
+    log = os.path.join(rundir, 'install.log')
+    venv = ensure_venv(services[0])
+    with open(log, 'ab') as out:
+        _run([os.path.join(venv, 'bin', 'pip'), 'wheel', '-q', '--no-deps',
+              '-w', wheels, os.path.dirname(TOOLS_DIR)], out)
+        wheel = glob.glob(os.path.join(wheels, '*.whl'))[0]
+        for service in services:
+            _run([os.path.join(ensure_venv(service), 'bin', 'pip'),
+                  'install', '-q', '--no-deps', '--force-reinstall', wheel],
+                 out)
+    return log
+
+
 def main():
     logging.basicConfig(level=logging.INFO, format='%(message)s')
     for service in sys.argv[1:] or SERVICES:
