@@ -75,6 +75,14 @@ class Glance(fixtures.Fixture):
     emulator's this way). ``db_url``: a PostgreSQL database for a current
     glance; Pike uses SQLite (see _pike_settings).
 
+    ``keystone``: a keystone.Keystone fixture; a current glance then
+    authenticates with ``flavor = keystone+cachemanagement`` as its
+    ``glance`` service user instead of trusting identity headers.
+    ``venv``: another cached venv of a current glance than VENVS names
+    (a release line's services venv). ``settings``: more (section,
+    option, value) triples, set after the harness's own and before the
+    fastsheep backends are added.
+
     After set-up: ``url``, ``pid``, ``conf``, ``service``, ``backend``
     (the default backend id of a current glance) and, on Pike,
     ``driver_file`` (where the sheepdog driver module was imported from).
@@ -82,7 +90,8 @@ class Glance(fixtures.Fixture):
 
     def __init__(self, rundir, name, sheepdog=None, release='current',
                  server='uwsgi', store='fastsheep', db_url=None,
-                 backends=None, workers=None):
+                 backends=None, workers=None, keystone=None, venv=None,
+                 settings=()):
         super(Glance, self).__init__()
         if (release, server) not in VENVS:
             raise ValueError('glance %s has no %s server'
@@ -102,9 +111,12 @@ class Glance(fixtures.Fixture):
         self.workers = workers or (1 if release == 'pike' else 2)
         self.backend = None
         self.driver_file = None
+        self.keystone = keystone
+        self.venv = venv or VENVS[release, server]
+        self.settings = list(settings)
 
     def _setUp(self):
-        venv = venvs.ensure_venv(VENVS[self.release, self.server])
+        venv = venvs.ensure_venv(self.venv)
         base = os.path.join(self.rundir, self.name)
         etc = os.path.join(base, 'etc')
         cwd = os.path.join(base, 'cwd')
@@ -136,8 +148,12 @@ class Glance(fixtures.Fixture):
             os.path.join(self.rundir, '%s-server.log' % self.name), cwd=cwd,
             env=env))
         self.url = 'http://127.0.0.1:%d' % port
+        # With keystone, the version document is what answers without a
+        # token.
+        probe = (self.url + '/versions' if self.keystone
+                 else self.url + '/v2/images')
         self.service.wait_ready(lambda: requests.get(
-            self.url + '/v2/images', headers=ADMIN_HEADERS,
+            probe, headers=ADMIN_HEADERS,
             timeout=5).status_code == 200, 120)
         self.pid = self.service.pid
         if self.release == 'pike':
@@ -176,6 +192,17 @@ class Glance(fixtures.Fixture):
             ('paste_deploy', 'config_file', paste),
             ('oslo_policy', 'enforce_new_defaults', 'false'),
         ]
+        if self.keystone is not None:
+            settings += [('paste_deploy', 'flavor',
+                          'keystone+cachemanagement'),
+                         ('oslo_policy', 'enforce_new_defaults', 'true'),
+                         # Where the other workers reach this one (the
+                         # centralized_db image cache, glance-direct
+                         # staged on another worker), as devstack sets.
+                         ('DEFAULT', 'worker_self_reference_url',
+                          'http://127.0.0.1:%d' % port)]
+            settings += self.keystone.authtoken_settings('glance')
+        settings += self.settings
         if self.server == 'eventlet':
             settings += [('DEFAULT', 'bind_host', '127.0.0.1'),
                          ('DEFAULT', 'bind_port', str(port)),
