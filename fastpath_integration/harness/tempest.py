@@ -10,10 +10,11 @@ is the line's keystone (uWSGI, fernet, bootstrapped) and glance-api
 from one cached venv with the line's upper-constraints, on the
 harness's PostgreSQL, with ``enabled_backends``:
 
-- ``fastsheep``, the default, on a real sheepdog cluster;
-- ``fastsheep2`` on a second real cluster: copy-image and imports to
-  several stores write the same image to both (two backends on one
-  cluster would both name the VDI after the image id);
+- ``fastsheep``, the default, on a real 3-node sheepdog cluster
+  keeping 2 copies;
+- ``fastsheep2`` on a second real cluster (one sheep): copy-image and
+  imports to several stores write the same image to both (two backends
+  on one cluster would both name the VDI after the image id);
 - ``fs`` (file) and ``web`` (http, read only);
 
 import methods glance-direct, web-download (from a loopback HTTP server
@@ -63,9 +64,10 @@ LINES = {
 }
 DEFAULT_REGEX = r'^tempest\.api\.image\.v2'
 SECOND_BACKEND = 'fastsheep2'
-# Each cluster as the store's own real-cluster tests start one.
-CLUSTER_NODES = 1
-CLUSTER_COPIES = 1
+# The default backend's cluster as deployed (the integration stack's
+# too): several sheep, objects replicated. The second backend's cluster
+# only holds copies: one sheep.
+CLUSTERS = ((3, 2), (1, 1))
 # What web-download fetches and ``[image] http_image`` names: bytes the
 # tests only move around (tempest checks sizes and checksums, never the
 # format of this image).
@@ -142,7 +144,7 @@ class Deployment(fixtures.Fixture):
         self.keystone = self.useFixture(keystone.Keystone(
             self.rundir, services, pg.urls['keystone']))
         clusters = [self.useFixture(sheepdog.SheepdogCluster(
-            nodes=CLUSTER_NODES, copies=CLUSTER_COPIES)) for _ in range(2)]
+            nodes=nodes, copies=copies)) for nodes, copies in CLUSTERS]
         cache = os.path.join(self.rundir, 'glance', 'image-cache')
         self.glance = self.useFixture(glance.Glance(
             self.rundir, 'glance', sheepdog=clusters[0], server='uwsgi',
