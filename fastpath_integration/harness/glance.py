@@ -29,6 +29,7 @@ the emulator (infrastructure.SheepdogEmulator): anything with
 ``address``, ``port``, ``dog_path`` and ``bin_dir``.
 """
 
+import configparser
 import logging
 import os
 import shutil
@@ -77,7 +78,8 @@ class Glance(fixtures.Fixture):
 
     ``keystone``: a keystone.Keystone fixture; a current glance then
     authenticates with ``flavor = keystone+cachemanagement`` as its
-    ``glance`` service user instead of trusting identity headers.
+    ``glance`` service user instead of trusting identity headers, with
+    the release's default policies.
     ``venv``: another cached venv of a current glance than VENVS names
     (a release line's services venv). ``settings``: more (section,
     option, value) triples, set after the harness's own and before the
@@ -195,7 +197,6 @@ class Glance(fixtures.Fixture):
         if self.keystone is not None:
             settings += [('paste_deploy', 'flavor',
                           'keystone+cachemanagement'),
-                         ('oslo_policy', 'enforce_new_defaults', 'true'),
                          # Where the other workers reach this one (the
                          # centralized_db image cache, glance-direct
                          # staged on another worker), as devstack sets.
@@ -210,6 +211,11 @@ class Glance(fixtures.Fixture):
         for section, option, value in settings:
             devstack.run('iniset', [self.conf, section, option, value],
                          log=log)
+        if self.keystone is not None:
+            # The release's own policy defaults, which its tempest
+            # expects (the new ones from 2023.2 on).
+            devstack.run('inidelete', [self.conf, 'oslo_policy',
+                                       'enforce_new_defaults'], log=log)
         for section, option, value in (
                 ('composite:glance-api-trusted', 'paste.composite_factory',
                  'glance.api:root_app_factory'),
@@ -230,14 +236,32 @@ class Glance(fixtures.Fixture):
             devstack.run('configure_fastpath_glance',
                          [self.conf, devstack.glance_store_mode(venv, env)],
                          env=env, log=log)
+        if self.keystone is not None:
+            self._sort_backends(log)
         self.backend = BACKEND if self.sheepdog is not None else (
             backends[-1][0] if backends else 'fs')
+
+    def _sort_backends(self, log):
+        """enabled_backends by id, the order tempest expects.
+
+        An import to all stores writes them in enabled_backends order,
+        glance lists an image's stores in the order written (before
+        2024.1's store weights), and tempest's import waiter compares
+        that list with the sorted store ids.
+        """
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(self.conf)
+        backends = sorted((b.strip() for b in parser.get(
+            'DEFAULT', 'enabled_backends').split(',')),
+            key=lambda backend: backend.split(':')[0])
+        devstack.run('iniset', [self.conf, 'DEFAULT', 'enabled_backends',
+                                ','.join(backends)], log=log)
 
     def _uwsgi_ini(self, etc, port, cwd):
         uwsgi_ini = os.path.join(etc, 'glance-api-uwsgi.ini')
         with open(uwsgi_ini, 'w') as f:
             f.write('[uwsgi]\n'
-                    'module = glance.wsgi.api:application\n'
+                    '%s\n'
                     'env = OS_GLANCE_CONFIG_DIR=%s\n'
                     'http-socket = 127.0.0.1:%d\n'
                     'chdir = %s\n'
@@ -247,7 +271,9 @@ class Glance(fixtures.Fixture):
                     'die-on-term = true\nhttp-auto-chunked = true\n'
                     'http-raw-body = true\nbuffer-size = 65535\n'
                     'add-header = Connection: close\n'
-                    % (etc, port, cwd, self.workers))
+                    % (venvs.uwsgi_app(venvs.venv_path(self.venv),
+                                       'glance.wsgi.api', 'glance-wsgi-api'),
+                       etc, port, cwd, self.workers))
         return uwsgi_ini
 
     # -- Pike ------------------------------------------------------------

@@ -95,7 +95,7 @@ class Keystone(fixtures.Fixture):
         with open(ini, 'w') as f:
             # What devstack's write_uwsgi_config writes, on a port.
             f.write('[uwsgi]\n'
-                    'module = keystone.wsgi.api:application\n'
+                    '%s\n'
                     'env = OS_KEYSTONE_CONFIG_FILES=%s\n'
                     'http-socket = 127.0.0.1:%d\n'
                     'chdir = %s\n'
@@ -103,7 +103,10 @@ class Keystone(fixtures.Fixture):
                     'enable-threads = true\nsingle-interpreter = true\n'
                     'lazy-apps = true\nneed-app = true\n'
                     'die-on-term = true\nbuffer-size = 65535\n'
-                    'add-header = Connection: close\n' % (conf, port, base))
+                    'add-header = Connection: close\n' % (
+                        venvs.uwsgi_app(venv, 'keystone.wsgi.api',
+                                        'keystone-wsgi-public'),
+                        conf, port, base))
         service = self.useFixture(processes.Service(
             'keystone', [os.path.join(bindir, 'uwsgi'), '--ini', ini],
             os.path.join(self.rundir, 'keystone-server.log'), env=env,

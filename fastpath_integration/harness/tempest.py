@@ -59,6 +59,10 @@ LOG = logging.getLogger('fastpath_integration')
 # line's upper-constraints, tools/integration/requirements/), and the
 # interpreter the line is tested on.
 LINES = {
+    # glance_store 4.3.3, the last multi-store without
+    # [backend_defaults].
+    '2023.1': {'services': 'openstack-2023.1',
+               'tempest': 'tempest-2023.1', 'python': (3, 10)},
     '2026.1': {'services': 'openstack-2026.1',
                'tempest': 'tempest-2026.1', 'python': (3, 13)},
 }

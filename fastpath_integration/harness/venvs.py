@@ -186,6 +186,21 @@ def ensure_venv(service, python=None):
         return path
 
 
+def uwsgi_app(venv, module, script):
+    """The uWSGI option that loads a service's WSGI application.
+
+    ``module`` (``glance.wsgi.api``, whose ``application`` it is) where
+    the installed release has it, else the release's own WSGI script
+    (``glance-wsgi-api``) in the venv's bin, as devstack loaded it
+    before the modules came (glance 2024.2, keystone 2025.1).
+    """
+    path = module.replace('.', os.sep) + '.py'
+    if glob.glob(os.path.join(venv, 'lib', 'python*', 'site-packages',
+                              path)):
+        return 'module = %s:application' % module
+    return 'wsgi-file = %s' % os.path.join(venv, 'bin', script)
+
+
 def install_wheel(rundir, services):
     """pip install one wheel of this project, --no-deps, into services.
 
