@@ -300,7 +300,8 @@ class Parked(object):
                 'unanswered by %s %s and may still be carried out by that '
                 'sheep, leaving what no inode or marker of a deleted image '
                 'accounts for: %s', self.name,
-                ', '.join('%x' % vid for vid in sorted(self.vids)),
+                ', '.join('%x' % vid for vid in sorted(self.vids)) or
+                'not known yet',
                 len(left), self.session.where(), why,
                 '; '.join(request.describe() for request in left))
 

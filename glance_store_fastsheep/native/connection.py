@@ -199,12 +199,12 @@ class Request(object):
     def mutates(self):
         """Whether a late copy of this request can add to a VDI.
 
-        Object creates and writes (data and inode) and attribute sets or
-        deletes: what could leave an object, an entry or a marker behind
-        once landing after a removal. Not reads, and not REMOVE_OBJ
-        (removing again removes nothing more).
+        Object creates and writes (data and inode), attribute sets or
+        deletes and NEW_VDI: what could leave an object, an entry, a
+        marker or a VDI behind once landing after a removal. Not reads,
+        and not REMOVE_OBJ (removing again removes nothing more).
         """
-        if self.opcode in MUTATING_OBJECT_OPS:
+        if self.opcode in MUTATING_OBJECT_OPS + (proto.OP_NEW_VDI,):
             return True
         return (self.opcode == proto.OP_GET_VDI_ATTR and
                 bool(self.flags & (proto.FLAG_CMD_CREAT |

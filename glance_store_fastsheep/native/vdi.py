@@ -185,7 +185,7 @@ def create(session, name, size):
     resend, a retryable result answered for a request sheep carried
     out), the resend answers VDI_EXIST (sheep's vdi_create refuses a
     taken name and changes nothing). The VDI is then adopted as this
-    request's (``_adoptable``).
+    request's (``adoptable``).
 
     VDI_EXIST to a request sent once means the name was taken before
     (a caller of the client choosing its own names): Duplicate, left
@@ -201,8 +201,8 @@ def create(session, name, size):
         resent = (session.failovers != before or
                   request.deadline is not None)
         taken = find(session, name)
-        if resent and taken is not None and _adoptable(session, name,
-                                                       taken, size):
+        if (resent and taken is not None and
+                adoptable(session, name, taken, size)):
             LOG.warning('NEW_VDI of sheepdog image %s was carried out but '
                         'its reply did not come back (%s): adopting vdi '
                         '%x, which only this upload can have created',
@@ -225,7 +225,7 @@ def create(session, name, size):
     return new.response.vdi_id
 
 
-def _adoptable(session, name, vdi, size):
+def adoptable(session, name, vdi, size):
     """Whether vdi is what this upload's NEW_VDI of name, size made.
 
     The name already says so (it is the attempt's own); the VDI must

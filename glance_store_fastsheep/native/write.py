@@ -306,6 +306,10 @@ class Writer(object):
         # was read.
         self.vid = None
         self.vdi = None
+        # Whether NEW_VDI of the name may have created a VDI this upload
+        # does not know the id of (its answer lost), and of what size.
+        self.create_sent = False
+        self.size_asked = None
         # Whether the VDI carries the partial marker (mark_partial done).
         self.marked = False
         self.created = set()
@@ -512,9 +516,12 @@ class Writer(object):
         read and the marker set: if either fails, clean_up deletes the
         VDI like any partial one.
         """
+        self.create_sent, self.size_asked = True, size
         try:
             self.vid = vdi_ops.create(self.session, self.name, size)
         except exceptions.Duplicate:
+            # The name was taken: what has it is not this upload's.
+            self.create_sent = False
             old = vdi_ops.find(self.session, self.name)
             if old is None or not vdi_ops.is_partial(self.session,
                                                      self.name, old):
@@ -524,6 +531,7 @@ class Writer(object):
                         self.name, old.vid, vdi_ops.PARTIAL_KEY)
             self._remove(self.session, old, unrecorded(self.session, old))
             vdi_ops.delete(self.session, self.name)
+            self.create_sent = True
             self.vid = vdi_ops.create(self.session, self.name, size)
         self.vdi = vdi_ops.Vdi(self.vid, vdi_ops.read_inode_fields(
             self.session, self.vid))
@@ -623,14 +631,18 @@ class Writer(object):
         REMOVE_OBJ, then the VDI as ``vdi.delete`` deletes it.
         """
         self._release_slots()
-        if self.vid is None:
+        if self.vid is None and not self.create_sent:
             return
         try:
             # Any live member: the node that failed is left out.
             session = cluster.FailoverSession(
                 self.settings, self.name, cluster=self.session.cluster)
         except exceptions.BackendException as exc:
-            if self.marked:
+            if self.vid is None:
+                LOG.error('Could not look for the sheepdog image %s that '
+                          'an unanswered NEW_VDI may have created (delete '
+                          'it by hand if it is there): %s', self.name, exc)
+            elif self.marked:
                 LOG.error('Could not remove the partial sheepdog image %s '
                           '(vdi %x, marked %s: an upload of the same image '
                           'id replaces it): %s', self.name, self.vid,
@@ -644,6 +656,8 @@ class Writer(object):
             # Nothing is looked at or removed while a write of this
             # upload may still land (see cluster.Parking).
             session.cluster.membership.parking.settle(self.vid, self.name)
+            if self.vid is None and not self._find_created(session):
+                return
             current = vdi_ops.look_up(session, self.name)
             if current.vid != self.vid:
                 LOG.error('Sheepdog image %s is no longer the VDI this '
@@ -675,6 +689,31 @@ class Writer(object):
                       self.name, exc)
         finally:
             session.close()
+
+    def _find_created(self, session):
+        """Whether the VDI a NEW_VDI without answer made is found (vid).
+
+        NEW_VDI was sent but no id came back (its answer lost, then the
+        upload failed): the copy that was carried out, if any, made a
+        VDI under this attempt's name, which only it can have made when
+        the store chose the name. It is taken for this upload's only if
+        it is what a fresh NEW_VDI makes (``vdi.adoptable``), as a
+        resend would have taken it; anything else is left alone.
+        """
+        found = vdi_ops.find(session, self.name)
+        if found is None:
+            return False
+        if not vdi_ops.adoptable(session, self.name, found,
+                                 self.size_asked):
+            LOG.error('Sheepdog image %s (vdi %x) is not the empty VDI this '
+                      'upload\'s unanswered NEW_VDI would have made; left '
+                      'alone', self.name, found.vid)
+            return False
+        LOG.warning('NEW_VDI of sheepdog image %s was carried out but its '
+                    'answer was lost: removing vdi %x', self.name,
+                    found.vid)
+        self.vid = found.vid
+        return True
 
     @staticmethod
     def _remove(session, vdi, indexes):

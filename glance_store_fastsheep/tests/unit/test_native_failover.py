@@ -265,6 +265,23 @@ class WriteFailoverTest(ClientTestCase):
         self.assertIn('img', self.first.deleted)
         self.assertNothingLeft()
 
+    def test_a_vdi_an_unanswered_new_vdi_made_is_removed(self):
+        # The first copy creates the VDI and its answer is lost; the
+        # resend meets a halted sheep and the upload fails with no VDI
+        # id: clean_up finds the attempt's VDI by its name.
+        self.settings.transfer_timeout = 2.0
+        self.first.reply_fault = (proto.OP_NEW_VDI, 1, 'reset')
+        self.second.reply_fault = (proto.OP_NEW_VDI, 1, 'halt')
+        log = self.useFixture(fixtures.FakeLogger(
+            name='glance_store_fastsheep'))
+        self.assertRaises(exceptions.BackendException, self.write,
+                          os.urandom(OBJECT))
+        self.assertEqual([], [name for name, _snap in self.first.images])
+        self.assertIn('img', self.first.deleted + self.second.deleted)
+        self.assertIn('NEW_VDI of sheepdog image img was carried out but '
+                      'its answer was lost: removing vdi', log.output)
+        self.assertNothingLeft()
+
     def test_the_upload_line_counts_the_failover(self):
         data = os.urandom(6 * OBJECT)
         self.first.reply_fault = (proto.OP_CREATE_AND_WRITE_OBJ, 3, 'reset')

@@ -126,7 +126,7 @@ class ReplayTest(test_native_failover.ClientTestCase):
         exc = self.assertRaises(exceptions.Duplicate, self.write,
                                 b'\0' * OBJECT + os.urandom(2 * OBJECT))
         # AmbiguousCreate is gone with per-attempt names: a resent
-        # NEW_VDI adopts only what a fresh NEW_VDI makes (vdi._adoptable),
+        # NEW_VDI adopts only what a fresh NEW_VDI makes (vdi.adoptable),
         # and dog's VDI records objects.
         self.assertIn('is not the empty VDI the resent NEW_VDI of this '
                       'upload would have created', str(exc))
