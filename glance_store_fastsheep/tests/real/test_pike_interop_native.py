@@ -19,7 +19,6 @@ import hashlib
 import io
 import os
 
-from glance_store import exceptions
 from glance_store import location
 
 from glance_store_fastsheep import image_data
@@ -88,9 +87,10 @@ class PikeWrittenTest(test_native_read.NativeTestCase):
             self.assertNotIn(name, self.cluster.list_vdis())
 
     def test_pike_written_image_is_never_replaced(self):
-        # Pike's driver sets no partial marker (native/vdi.py
-        # is_partial): the native client's add of the same name is a
-        # Duplicate, and the image stays as Pike wrote it.
+        # The store names each upload's VDI for the attempt
+        # (store.vdi_name): an add of the image id Pike stored under
+        # writes a VDI of its own beside it, and Pike's stays as Pike
+        # wrote it. (Before per-attempt names it was a Duplicate.)
         conf = self.store_conf()
         pike = pike_sheepdog.Store(conf)
         pike.configure(re_raise_bsc=True)
@@ -98,7 +98,10 @@ class PikeWrittenTest(test_native_read.NativeTestCase):
         pike.add('img', io.BytesIO(data), len(data))
         fast = store.Store(conf)
         fast.configure(re_raise_bsc=True)
-        self.assertRaises(exceptions.Duplicate, fast.add, 'img',
-                          io.BytesIO(b'x' * OBJECT), OBJECT)
+        uri = fast.add('img', io.BytesIO(b'x' * OBJECT), OBJECT)[0]
+        name = uri.rsplit(':', 1)[1]
+        self.assertTrue(name.startswith('img.'), uri)
+        self.assertEqual(b'x' * OBJECT,
+                         self.cluster.check_dog('vdi', 'read', name))
         self.assertTrue(self.cluster.check_dog('vdi', 'read', 'img') == data,
                         'bytes of the Pike-written image changed')
