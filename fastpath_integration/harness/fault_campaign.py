@@ -47,7 +47,9 @@ nodes. The run is then checked with a new store without the proxy:
   (``down_node_leftovers``, each printed): sheep removes an object from
   the holders alive at the time, and a sheep restarted with its store
   keeps its copy (no tombstone), whoever sent the removal; ``dog vdi
-  delete`` leaves the same.
+  delete`` leaves the same. What was left before a run (such copies of
+  an earlier run) is not counted again, by object id, wherever
+  recovery copies it once that sheep is back.
 
 A failing run is reproduced alone with its seed: ``tox -e faults --
 --seed N`` or ``FASTPATH_FAULTS_SEED=N``. ``tox -e faults`` runs
@@ -328,8 +330,9 @@ class Campaign(object):
         self.say('faults: run %d seed %d: %s' % (
             self.results.runs + 1, seed, plan.describe()))
         findings = []
-        baseline = set(line for line, _holders in
-                       sheep_objects.Census(self.cluster).unaccounted())
+        # What is left before the run (earlier runs' leftovers on sheep
+        # killed then) is not this run's, wherever recovery moves it.
+        baseline = sheep_objects.Census(self.cluster).unaccounted_ids()
         proxy = fault_proxy.FaultProxy(self.cluster.nodes[0].port)
         proxy.setUp()
         self._timers = []
@@ -508,8 +511,8 @@ class Campaign(object):
                         else 'active', size, got, dog, image.result))
                 self._corrupted.add(image.name)
         census = sheep_objects.Census(self.cluster)
-        leaked = set(census.leaks(live, self._killed)) - baseline
-        left = set(census.down_leftovers(live, self._killed)) - baseline
+        leaked = set(census.leaks(live, self._killed, baseline))
+        left = set(census.down_leftovers(live, self._killed, baseline))
         # The run's images go: a delete that failed is retried here.
         for image in plan.images:
             if image.uri is None or image.deleted:
@@ -520,8 +523,9 @@ class Campaign(object):
                 findings.append('delete of %s after the quiet period failed:'
                                 ' %s' % (image.name, exc))
         census = sheep_objects.Census(self.cluster)
-        leaked |= set(census.leaks(down=self._killed)) - baseline
-        left |= set(census.down_leftovers(down=self._killed)) - baseline
+        leaked |= set(census.leaks(down=self._killed, known=baseline))
+        left |= set(census.down_leftovers(down=self._killed,
+                                          known=baseline))
         if left:
             self.results.down_node_leftovers += 1
             for line in sorted(left):

@@ -104,17 +104,18 @@ class Census(object):
                 live.setdefault(name, []).append(vid)
         return live
 
-    def leaks(self, live=(), down=()):
+    def leaks(self, live=(), down=(), known=()):
         """What no VDI named in live accounts for, as readable lines.
 
         Objects (data and attribute) held only by nodes of down (indexes
         of sheep that were down while they were removed) are not among
-        them: see ``down_leftovers``.
+        them: see ``down_leftovers``. Neither is what known names
+        (``unaccounted_ids`` of an earlier census), wherever it is now.
         """
-        return [line for line, holders in self.unaccounted(live)
+        return [line for line, holders in self.unaccounted(live, known)
                 if not holders or not holders <= set(down)]
 
-    def down_leftovers(self, live=(), down=()):
+    def down_leftovers(self, live=(), down=(), known=()):
         """The lines of leaks that only nodes of down hold.
 
         A sheep that is down while an object is removed keeps its copy:
@@ -124,24 +125,42 @@ class Census(object):
         the new epoch; sheepdog has no tombstone for it. ``dog vdi
         delete`` leaves the same. Counted apart from leaks.
         """
-        return [line for line, holders in self.unaccounted(live)
+        return [line for line, holders in self.unaccounted(live, known)
                 if holders and holders <= set(down)]
 
-    def unaccounted(self, live=()):
-        """(line, holders) of what live does not account for.
+    def unaccounted_ids(self, live=()):
+        """The VDI names and object ids ``unaccounted`` would list.
 
-        holders: the node indexes holding the line's objects (a set),
-        None for a VDI (an inode a live name carries).
+        What a later census leaves out (its ``known``): a leftover that
+        was there before stays the earlier one's, even once recovery
+        has copied it from a restarted sheep to others.
         """
         live = set(live)
         names = self.live_vdis()
         vids = set(vid for name in live for vid in names.get(name, ()))
-        for name in sorted(set(names) - live):
+        ids = set(name for name in names if name not in live)
+        ids.update(oid for oid in self.data if vid_of(oid) not in vids)
+        ids.update(oid for oid, (name, _key) in self.attrs.items()
+                   if name and name not in live)
+        return ids
+
+    def unaccounted(self, live=(), known=()):
+        """(line, holders) of what live does not account for.
+
+        holders: the node indexes holding the line's objects (a set),
+        None for a VDI (an inode a live name carries). What known names
+        (VDI names, object ids) is left out.
+        """
+        live = set(live)
+        known = set(known)
+        names = self.live_vdis()
+        vids = set(vid for name in live for vid in names.get(name, ()))
+        for name in sorted(set(names) - live - known):
             yield ('VDI %s (vdi %s) is not referenced' % (
                 name, ', '.join('%x' % vid for vid in names[name])), None)
         orphans = {}
         for oid in self.data:
-            if vid_of(oid) not in vids:
+            if vid_of(oid) not in vids and oid not in known:
                 holders = frozenset(self.objects[oid])
                 orphans.setdefault((vid_of(oid), holders), []).append(oid)
         for vid, holders in sorted(orphans, key=lambda key: (
@@ -156,7 +175,7 @@ class Census(object):
                        ' '.join('%016x' % oid for oid in oids[:8])),
                    set(holders))
         for oid, (name, key) in sorted(self.attrs.items()):
-            if name and name not in live:
+            if name and name not in live and oid not in known:
                 holders = set(self.objects[oid])
                 yield ('attribute %s of %s is set (object %016x, node %s)'
                        % (key, name, oid, ','.join(
