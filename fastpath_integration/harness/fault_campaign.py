@@ -338,6 +338,8 @@ class Campaign(object):
         self._timers = []
         # Indexes of the sheep this run killed.
         self._killed = set()
+        # What only killed sheep held before they came back (_quiet).
+        self._revived = {}
         # Names of the images found corrupted: each counts once.
         self._corrupted = set()
         entry_points = [node.port for node in self.cluster.nodes[1:]]
@@ -467,6 +469,10 @@ class Campaign(object):
             self.say('faults:   requests still held after %ss'
                      % QUIET_TIMEOUT)
         proxy.clear()
+        # What only the killed sheep hold, read from their stores before
+        # they come back: recovery may copy it to the others.
+        self._revived = sheep_objects.Census(self.cluster).revived(
+            self._killed)
         for node in self.cluster.nodes:
             if not node.running:
                 node.kill()  # reaps it, if not reaped yet
@@ -511,8 +517,10 @@ class Campaign(object):
                         else 'active', size, got, dog, image.result))
                 self._corrupted.add(image.name)
         census = sheep_objects.Census(self.cluster)
-        leaked = set(census.leaks(live, self._killed, baseline))
-        left = set(census.down_leftovers(live, self._killed, baseline))
+        leaked = set(census.leaks(live, self._killed, baseline,
+                                  self._revived))
+        left = set(census.down_leftovers(live, self._killed, baseline,
+                                         self._revived))
         # The run's images go: a delete that failed is retried here.
         for image in plan.images:
             if image.uri is None or image.deleted:
@@ -523,9 +531,10 @@ class Campaign(object):
                 findings.append('delete of %s after the quiet period failed:'
                                 ' %s' % (image.name, exc))
         census = sheep_objects.Census(self.cluster)
-        leaked |= set(census.leaks(down=self._killed, known=baseline))
-        left |= set(census.down_leftovers(down=self._killed,
-                                          known=baseline))
+        leaked |= set(census.leaks(down=self._killed, known=baseline,
+                                   revived=self._revived))
+        left |= set(census.down_leftovers(down=self._killed, known=baseline,
+                                          revived=self._revived))
         if left:
             self.results.down_node_leftovers += 1
             for line in sorted(left):

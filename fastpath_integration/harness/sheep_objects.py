@@ -104,7 +104,20 @@ class Census(object):
                 live.setdefault(name, []).append(vid)
         return live
 
-    def leaks(self, live=(), down=(), known=()):
+    def revived(self, down):
+        """{object id: holders} of what only nodes of down hold now.
+
+        Taken while those sheep are still down: a copy a down sheep
+        keeps (a removal it missed) comes back with it, and recovery
+        may then copy it to the others. ``revived=`` of a later census
+        still counts it as the down sheep's, not as a leak.
+        """
+        down = set(down)
+        return dict((oid, frozenset(holders))
+                    for oid, holders in self.objects.items()
+                    if holders and set(holders) <= down)
+
+    def leaks(self, live=(), down=(), known=(), revived=None):
         """What no VDI named in live accounts for, as readable lines.
 
         Objects (data and attribute) held only by nodes of down (indexes
@@ -112,10 +125,11 @@ class Census(object):
         them: see ``down_leftovers``. Neither is what known names
         (``unaccounted_ids`` of an earlier census), wherever it is now.
         """
-        return [line for line, holders in self.unaccounted(live, known)
+        return [line for line, holders in self.unaccounted(live, known,
+                                                           revived)
                 if not holders or not holders <= set(down)]
 
-    def down_leftovers(self, live=(), down=(), known=()):
+    def down_leftovers(self, live=(), down=(), known=(), revived=None):
         """The lines of leaks that only nodes of down hold.
 
         A sheep that is down while an object is removed keeps its copy:
@@ -125,7 +139,8 @@ class Census(object):
         the new epoch; sheepdog has no tombstone for it. ``dog vdi
         delete`` leaves the same. Counted apart from leaks.
         """
-        return [line for line, holders in self.unaccounted(live, known)
+        return [line for line, holders in self.unaccounted(live, known,
+                                                           revived)
                 if holders and holders <= set(down)]
 
     def unaccounted_ids(self, live=()):
@@ -144,13 +159,16 @@ class Census(object):
                    if name and name not in live)
         return ids
 
-    def unaccounted(self, live=(), known=()):
+    def unaccounted(self, live=(), known=(), revived=None):
         """(line, holders) of what live does not account for.
 
         holders: the node indexes holding the line's objects (a set),
-        None for a VDI (an inode a live name carries). What known names
-        (VDI names, object ids) is left out.
+        None for a VDI (an inode a live name carries); for an object of
+        revived (``revived()`` of a census taken while sheep were down),
+        the holders it had then. What known names (VDI names, object
+        ids) is left out.
         """
+        revived = revived or {}
         live = set(live)
         known = set(known)
         names = self.live_vdis()
@@ -161,7 +179,7 @@ class Census(object):
         orphans = {}
         for oid in self.data:
             if vid_of(oid) not in vids and oid not in known:
-                holders = frozenset(self.objects[oid])
+                holders = revived.get(oid, frozenset(self.objects[oid]))
                 orphans.setdefault((vid_of(oid), holders), []).append(oid)
         for vid, holders in sorted(orphans, key=lambda key: (
                 key[0], sorted(key[1]))):
@@ -176,7 +194,7 @@ class Census(object):
                    set(holders))
         for oid, (name, key) in sorted(self.attrs.items()):
             if name and name not in live and oid not in known:
-                holders = set(self.objects[oid])
+                holders = set(revived.get(oid, self.objects[oid]))
                 yield ('attribute %s of %s is set (object %016x, node %s)'
                        % (key, name, oid, ','.join(
                            str(node) for node in sorted(holders))),
