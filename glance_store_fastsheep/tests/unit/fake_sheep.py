@@ -191,6 +191,8 @@ class FakeSheep(object):
         self.reads = 0
         self.requests = []  # (opcode, oid, offset, length)
         self.closed_connections = 0
+        # Rounds of the accept loop that found nothing to accept.
+        self.idle_rounds = 0
         # (address, port) GET_NODE_LIST names instead of the members: a
         # sheep that lies about its cluster.
         self.node_list = None
@@ -331,6 +333,8 @@ class FakeSheep(object):
             try:
                 ready = select.select([self.listener], [], [], 0.05)[0]
                 if not ready:
+                    # Nothing left to accept: see accepted_all.
+                    self.idle_rounds += 1
                     continue
                 conn, _addr = self.listener.accept()
             except (socket.error, ValueError):
@@ -341,6 +345,22 @@ class FakeSheep(object):
             thread.daemon = True
             thread.start()
             self._threads.append(thread)
+
+    def accepted_all(self, timeout):
+        """Wait until every connection made before now is accepted.
+
+        A client's connection can sit in the listen queue after the
+        client closed it (a probe of cluster.Parked.sheep_gone): two
+        empty rounds of the accept loop after now mean it was taken. A
+        closed sheep accepts nothing more.
+        """
+        if self._stop:
+            return True
+        start = self.idle_rounds
+        deadline = time.time() + timeout
+        while self.idle_rounds < start + 2 and time.time() < deadline:
+            time.sleep(0.01)
+        return self.idle_rounds >= start + 2
 
     @staticmethod
     def _recv_exact(conn, size):

@@ -82,8 +82,13 @@ class FailoverTestCase(base.BaseTestCase):
         for known in list(cluster.MEMBERSHIPS.values()):
             known.parking.clear()
         gc.collect()
-        deadline = time.time() + 5
+        # The store may have probed a sheep (Parked.sheep_gone): that
+        # connection may still be in the fake's listen queue, and a fake
+        # counts it only once accepted and closed.
+        deadline = time.time() + 30
         sheep = (self.first, self.second)
+        for one in sheep:
+            self.assertTrue(one.accepted_all(30))
         while time.time() < deadline and any(
                 one.closed_connections < len(one.connections)
                 for one in sheep):
