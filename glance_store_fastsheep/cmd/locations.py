@@ -470,19 +470,27 @@ def _summary(checker, results, out):
         print('  %d unserved through %s' % (count, prefix), file=out)
 
 
-def main(argv=None, stdin=None, out=None, err=None):
-    """The console script; returns the exit status."""
-    out = out or sys.stdout
-    err = err or sys.stderr
+def command_logging(err):
+    """Warnings on err while the stores are built; the handler to remove.
+
+    glance_store lists every installed driver's options; one whose
+    library is missing is reported by stevedore, although only the
+    configured ones matter (an unloadable one is a ConfigError).
+    """
     handler = logging.StreamHandler(err)
     handler.setFormatter(logging.Formatter('%(levelname)s %(name)s: '
                                            '%(message)s'))
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.WARNING)
-    # glance_store lists every installed driver's options; one whose
-    # library is missing is reported by stevedore, although only the
-    # configured ones matter (an unloadable one is a ConfigError).
     logging.getLogger('stevedore').setLevel(logging.CRITICAL)
+    return handler
+
+
+def main(argv=None, stdin=None, out=None, err=None):
+    """The console script; returns the exit status."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    handler = command_logging(err)
     try:
         conf = load_config(sys.argv[1:] if argv is None else argv)
         text = read_input(conf.locations, stdin)

@@ -122,12 +122,7 @@ def main(argv=None, stdin=None, out=None, err=None):
     """The console script; returns the exit status."""
     out = out or sys.stdout
     err = err or sys.stderr
-    handler = logging.StreamHandler(err)
-    handler.setFormatter(logging.Formatter('%(levelname)s %(name)s: '
-                                           '%(message)s'))
-    logging.getLogger().addHandler(handler)
-    logging.getLogger().setLevel(logging.WARNING)
-    logging.getLogger('stevedore').setLevel(logging.CRITICAL)
+    handler = locations.command_logging(err)
     try:
         conf = locations.load_config(
             sys.argv[1:] if argv is None else argv, CLI_OPTS,
