@@ -119,8 +119,10 @@ def sleep_ms(ms):
 
 
 def faulty(ctx, name):
+    """Whether the fault knobs apply to VDI name (see ``fault_vdi``)."""
     target = ctx.knobs.get('fault_vdi')
-    return not target or target == name
+    return (not target or target == name or
+            (name or '').startswith(target + '.'))
 
 
 def call_latency(ctx):

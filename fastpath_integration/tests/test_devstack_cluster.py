@@ -14,6 +14,7 @@ fails the run if a sheep outlives it.
 import hashlib
 import json
 import os
+import re
 
 from fastpath_integration.tests import test_glance
 
@@ -57,14 +58,16 @@ class DevstackClusterGlanceTestCase(test_glance.GlanceTestBase):
         self.assertEqual('active', image['status'])
         self.assertEqual(test_glance.SIZE, image['size'])
         self.assertEqual(self.glance['backend'], image['stores'])
-        # The location names the plugin's gateway node.
-        self.assertEqual(
-            'sheepdog://%s:%s:%s' % (self.sheepdog['address'],
-                                     self.sheepdog['port'], image['id']),
-            image['direct_url'])
-        self.assertTrue(self.vdi_exists(image['id']))
+        # The location names the plugin's gateway node, and the upload's
+        # own VDI: the image id, '.' and 16 hex digits.
+        prefix = 'sheepdog://%s:%s:%s' % (
+            self.sheepdog['address'], self.sheepdog['port'], image['id'])
+        self.assertRegex(image['direct_url'],
+                         '^%s\\.[0-9a-f]{16}$' % re.escape(prefix))
+        vdi = self.vdi_of(image)
+        self.assertTrue(self.vdi_exists(vdi))
         out = self.dog('vdi', 'read', '-a', self.sheepdog['address'],
-                       '-p', self.sheepdog['port'], image['id'], '0',
+                       '-p', self.sheepdog['port'], vdi, '0',
                        str(len(data)))
         self.assertEqual(0, out.returncode, out.stderr)
         self.assertEqual(hashlib.sha256(data).hexdigest(),
@@ -82,4 +85,4 @@ class DevstackClusterGlanceTestCase(test_glance.GlanceTestBase):
         self.assertEqual(404, self.session.get(
             self.url + '/v2/images/' + image['id'],
             timeout=test_glance.TIMEOUT).status_code)
-        self.assertFalse(self.vdi_exists(image['id']))
+        self.assertFalse(self.vdi_exists(vdi))

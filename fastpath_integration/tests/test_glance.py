@@ -108,6 +108,22 @@ class GlanceTestBase(base.IntegrationTestCase):
         return subprocess.run(cmd, capture_output=True, timeout=TIMEOUT,
                               **kwargs)
 
+    @staticmethod
+    def vdi_of(image):
+        """The VDI an image's location names (the upload's own name)."""
+        return image['direct_url'].rsplit(':', 1)[1]
+
+    def vdis_of_image(self, image_id):
+        """The VDIs named for image_id: itself, or with an upload suffix."""
+        out = self.dog('vdi', 'list', '-r',
+                       '-a', self.sheepdog['address'],
+                       '-p', self.sheepdog['port'])
+        self.assertEqual(0, out.returncode, out.stderr)
+        names = [line.split(' ')[1] for line in
+                 out.stdout.decode().splitlines() if ' ' in line]
+        return [name for name in names
+                if name == image_id or name.startswith(image_id + '.')]
+
     def vdi_exists(self, name):
         out = self.dog('vdi', 'list', '-r',
                        '-a', self.sheepdog['address'],
@@ -144,7 +160,10 @@ class GlanceTestCase(GlanceTestBase):
                         image['direct_url'])
         self.assertEqual(hashlib.sha512(data).hexdigest(),
                          image['os_hash_value'])
-        self.assertTrue(self.vdi_exists(image['id']))
+        # Named for the upload: the image id and a suffix of its own.
+        vdi = self.vdi_of(image)
+        self.assertTrue(vdi.startswith(image['id'] + '.'), vdi)
+        self.assertTrue(self.vdi_exists(vdi))
 
         resp = self.download(image['id'])
         self.assertEqual(200, resp.status_code)
@@ -157,7 +176,7 @@ class GlanceTestCase(GlanceTestBase):
         self.assertEqual(404, self.session.get(
             self.url + '/v2/images/' + image['id'],
             timeout=TIMEOUT).status_code)
-        self.assertFalse(self.vdi_exists(image['id']))
+        self.assertFalse(self.vdi_exists(vdi))
 
     def test_upload_chunked_unknown_size(self):
         data = payload(SIZE, self.id())
@@ -322,7 +341,7 @@ class GlanceFaultTestCase(GlanceTestBase):
         resp = self.upload(image['id'], data)
         self.assertGreaterEqual(resp.status_code, 400, resp.text)
         self.assertNotEqual('active', self.show(image['id'])['status'])
-        self.assertFalse(self.vdi_exists(image['id']))
+        self.assertEqual([], self.vdis_of_image(image['id']))
 
 
 class EventletGlanceFaultTestCase(GlanceFaultTestCase):
