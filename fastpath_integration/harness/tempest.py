@@ -31,7 +31,6 @@ Every service started is stopped, whatever happens.
 
 import argparse
 import collections
-import configparser
 import logging
 import os
 import re
@@ -45,6 +44,7 @@ import time
 
 import fixtures
 
+from fastpath_integration.harness import devstack
 from fastpath_integration.harness import glance
 from fastpath_integration.harness import host
 from fastpath_integration.harness import infrastructure
@@ -225,13 +225,7 @@ def tempest_conf(deployment, workspace):
         ('image-feature-enabled', 'image_format_enforcement', 'false'),
     ]
     path = os.path.join(workspace, 'etc', 'tempest.conf')
-    parser = configparser.ConfigParser(interpolation=None)
-    for section, option, value in settings:
-        if section != 'DEFAULT' and not parser.has_section(section):
-            parser.add_section(section)
-        parser.set(section, option, value)
-    with open(path, 'w') as f:
-        parser.write(f)
+    devstack.write_ini(path, settings)
     return path
 
 
