@@ -43,7 +43,7 @@ OBJECT = 1 << 16  # the fake images' object size (block_size_shift 16)
 
 
 class Settings(native_settings.Settings):
-    transfer_timeout = 10.0
+    transfer_timeout = 4.0
     stall_timeout = 0.5
 
     def __init__(self, port, others=()):

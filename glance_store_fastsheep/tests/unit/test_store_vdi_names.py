@@ -51,7 +51,11 @@ class VdiNamesTest(base.StoreTestCase):
         self.conf = self.make_conf(sheepdog_store_client='native',
                                    sheepdog_store_port=self.first.port,
                                    sheepdog_store_serve_any_name=False,
-                                   sheepdog_store_stall_timeout=0.5)
+                                   sheepdog_store_stall_timeout=0.5,
+                                   # A reset connection whose sheep still
+                                   # accepts is waited for this long
+                                   # before a removal (cluster.Parking).
+                                   sheepdog_store_transfer_timeout=2)
         self.store = self.make_store()
 
     def add(self, sd, data, size=None):
