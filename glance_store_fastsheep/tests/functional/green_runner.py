@@ -44,9 +44,21 @@ def _flatten(suite):
             yield item
 
 
-def load(directory=HERE):
-    """Every test in directory except the one that starts this runner."""
-    found = unittest.TestLoader().discover(directory, pattern='test_*.py',
+def modules(directory=HERE):
+    """The test modules of directory, except the one that starts this runner.
+
+    The eventlet pass runs each in a child of its own, so that stestr's
+    workers share the pass as they share the plain one.
+    """
+    return sorted(name[:-len('.py')] for name in os.listdir(directory)
+                  if name.startswith('test_') and name.endswith('.py') and
+                  name[:-len('.py')] != SELF_TEST)
+
+
+def load(directory=HERE, module=None):
+    """The tests of module (every module when None) in directory."""
+    pattern = 'test_*.py' if module is None else module + '.py'
+    found = unittest.TestLoader().discover(directory, pattern=pattern,
                                            top_level_dir=TOP)
     return unittest.TestSuite(t for t in _flatten(found)
                               if SELF_TEST not in t.id())
@@ -57,8 +69,8 @@ def main():
         sys.stderr.write('green_runner: eventlet.monkey_patch() first\n')
         return 2
     os.environ['FASTSHEEP_FUNCTIONAL_MODE'] = 'eventlet'
-    # The child is started as `python -c CHILD_CODE [DIRECTORY]`.
-    suite = load(*sys.argv[1:2])
+    # The child is started as `python -c CHILD_CODE [DIRECTORY [MODULE]]`.
+    suite = load(*sys.argv[1:3])
     result = unittest.TextTestRunner(stream=sys.stderr,
                                      verbosity=2).run(suite)
     summary = {'ran': result.testsRun, 'failures': len(result.failures),

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The whole functional suite again, under eventlet monkey-patching."""
+"""The functional suite again, under eventlet monkey-patching."""
 
 import json
 import subprocess
@@ -28,7 +28,12 @@ from glance_store_fastsheep.tests.functional import green_runner
 
 
 class EventletPass(object):
-    """Run every test of DIRECTORY in a child patched by eventlet."""
+    """Run the tests of DIRECTORY in children patched by eventlet.
+
+    One test per module of DIRECTORY (see ``per_module``), each starting
+    a child that runs that module: stestr's workers then share the pass
+    instead of one worker running all of it.
+    """
 
     DIRECTORY = green_runner.HERE
 
@@ -38,15 +43,17 @@ class EventletPass(object):
         # is not installed.
         return not PIKE_DRIVER and 'test_pike_interop' in test_id
 
-    def test_suite_under_eventlet(self):
-        expected = green_runner.load(self.DIRECTORY)
+    def run_under_eventlet(self, module):
+        expected = green_runner.load(self.DIRECTORY, module)
         proc = subprocess.Popen(
-            [sys.executable, '-c', green_runner.CHILD_CODE, self.DIRECTORY],
+            [sys.executable, '-c', green_runner.CHILD_CODE, self.DIRECTORY,
+             module],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         out, err = compat.communicate(proc, 1800)
         report = err.decode('utf-8', 'replace')
         self.assertEqual(0, proc.returncode,
-                         'eventlet pass failed:\n%s' % report[-20000:])
+                         'eventlet pass of %s failed:\n%s'
+                         % (module, report[-20000:]))
         summary = json.loads(out.decode().strip().splitlines()[-1])
         self.assertTrue(summary['green'])
         self.assertEqual(expected.countTestCases(), summary['ran'], report)
@@ -55,5 +62,18 @@ class EventletPass(object):
                               if not self.allowed_skip(test_id)], report)
 
 
+def per_module(cls):
+    """Give cls a test_MODULE_under_eventlet per test module of DIRECTORY."""
+    modules = green_runner.modules(cls.DIRECTORY)
+    assert modules, 'no test module in %s' % cls.DIRECTORY
+    for module in modules:
+        def test(self, module=module):
+            self.run_under_eventlet(module)
+        test.__name__ = 'test_%s_under_eventlet' % module[len('test_'):]
+        setattr(cls, test.__name__, test)
+    return cls
+
+
+@per_module
 class EventletPassTest(EventletPass, base.BaseTestCase):
     pass

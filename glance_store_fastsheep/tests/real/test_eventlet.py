@@ -19,6 +19,7 @@ from fastpath_integration.harness import sheepdog
 from glance_store_fastsheep.tests.functional import test_eventlet
 
 
+@test_eventlet.per_module
 class EventletPassTest(test_eventlet.EventletPass, base.BaseTestCase):
 
     DIRECTORY = os.path.dirname(os.path.abspath(__file__))
