@@ -680,6 +680,9 @@ class FailoverSession(connection.Calls):
         self._carriers = {}
         # Connections this session parked (see Parking).
         self.parked = 0
+        # (lowest, highest) epoch the replies carried: the members
+        # changed during the operation when they differ (recovery).
+        self.epochs = None
         self.cluster.membership.parking.sweep()
         self.session = self.cluster.connect(name)
         if self.cluster.membership.epoch is None:
@@ -938,6 +941,17 @@ class FailoverSession(connection.Calls):
         if pending:
             self._dispatch(pending)
 
+    def _note_epoch(self, epoch):
+        if self.epochs is None:
+            self.epochs = (epoch, epoch)
+        else:
+            self.epochs = (min(self.epochs[0], epoch),
+                           max(self.epochs[1], epoch))
+
+    def epoch_moved(self):
+        """Whether replies of two epochs reached this session."""
+        return self.epochs is not None and self.epochs[0] != self.epochs[1]
+
     # -- the Session interface ----------------------------------------------
 
     def send(self, requests):
@@ -958,6 +972,8 @@ class FailoverSession(connection.Calls):
                 self._lost(session, exc)
                 continue
             response = answered.response
+            if response is not None:
+                self._note_epoch(response.epoch)
             if response is not None and self.cluster.membership.stale(
                     response.epoch):
                 LOG.info('Sheepdog epoch %d answered by %s: asking the '
@@ -976,5 +992,7 @@ class FailoverSession(connection.Calls):
             session.settle(request)
         except connection.ConnectionLost as exc:
             self._lost(session, exc)
+        if request.response is not None:
+            self._note_epoch(request.response.epoch)
         if request.done:
             self._carriers.pop(id(request), None)

@@ -165,6 +165,8 @@ class Request(object):
     @property
     def expected(self):
         """Bytes of response data a success carries."""
+        if self.opcode == proto.OP_STAT_RECOVERY:
+            return proto.RECOVERY_STATE_SIZE
         return self.length if self.opcode in (proto.OP_READ_OBJ,
                                               proto.OP_READ_VDIS) else 0
 

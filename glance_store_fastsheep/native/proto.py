@@ -17,14 +17,16 @@ followed by data the client sends, and a 48-byte response header
 followed by ``data_length`` bytes. Fields are in the sender's byte
 order, which is little-endian on every platform sheepdog was released
 for. The public operations used are the ones ``dog vdi create``,
-``write``, ``read`` and ``delete`` send; three internal ones
-(``STAT_CLUSTER``, ``GET_NODE_LIST``, ``GET_VDI_ATTR``) carry sheep's
+``write``, ``read`` and ``delete`` send; four internal ones
+(``STAT_CLUSTER``, ``GET_NODE_LIST``, ``GET_VDI_ATTR``,
+``STAT_RECOVERY``) carry sheep's
 own internal protocol version, which changed between releases
 (``SHEEP_VERSIONS``).
 The result codes keep sheepdog's own names so that an error message can
 be looked up in sheepdog's documentation and logs.
 """
 
+import collections
 import struct
 
 PROTO_VER = 0x02
@@ -44,6 +46,8 @@ OP_GET_CLUSTER_DEFAULT = 0x18
 # unless proto_ver is its own SD_SHEEP_PROTO_VER exactly.
 OP_GET_NODE_LIST = 0x82
 OP_STAT_CLUSTER = 0x87
+# A sheep's own object recovery state (``dog node recovery``).
+OP_STAT_RECOVERY = 0x97
 # Look up, set or delete a VDI attribute (``dog vdi getattr/setattr``).
 OP_GET_VDI_ATTR = 0x89
 # SD_SHEEP_PROTO_VER of the releases this client knows: 0x0a on 1.0.x
@@ -482,6 +486,29 @@ def pack_stat_cluster(req_id, sheep_version):
     """
     return _REQ_CLUSTER.pack(sheep_version, OP_STAT_CLUSTER, 0, 0, req_id,
                              0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+
+# struct recovery_state STAT_RECOVERY answers (include/internal_proto.h
+# of 0.9.5, 1.0.1 and master): in_recovery (uint8), the recovery
+# thread's enum rw_state, objects done and to do (uint64).
+_RECOVERY_STATE = struct.Struct('<B3xIQQ')
+RECOVERY_STATE_SIZE = _RECOVERY_STATE.size
+RecoveryState = collections.namedtuple('RecoveryState',
+                                       'in_recovery state done total')
+
+
+def pack_stat_recovery(req_id, sheep_version):
+    """STAT_RECOVERY: whether this sheep is recovering objects now."""
+    return _REQ_CLUSTER.pack(sheep_version, OP_STAT_RECOVERY, 0, 0, req_id,
+                             RECOVERY_STATE_SIZE, 0, 0, 0, 0, 0, 0, 0, 0)
+
+
+def unpack_recovery_state(data):
+    """RecoveryState of STAT_RECOVERY's data."""
+    if len(data) != RECOVERY_STATE_SIZE:
+        raise ProtocolError('STAT_RECOVERY answered %d bytes, not %d'
+                            % (len(data), RECOVERY_STATE_SIZE))
+    return RecoveryState(*_RECOVERY_STATE.unpack(bytes(data)))
 
 
 def pack_node_list(req_id, sheep_version):

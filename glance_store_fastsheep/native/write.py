@@ -114,6 +114,7 @@ from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import recovery
 from glance_store_fastsheep.native import vdi as vdi_ops
 
 LOG = logging.getLogger(__name__)
@@ -619,9 +620,41 @@ class Writer(object):
             # entry was acknowledged, so any copy of it, late or
             # resent, writes this same value.
             vdi_ops.set_size(self.session, self.vdi, offset)
+        if self.session.epoch_moved():
+            self._rewrite_inode(None if known else offset)
         # Only now is the image complete.
         vdi_ops.clear_partial(self.session, self.name, self.vdi)
         return offset
+
+    def _rewrite_inode(self, size):
+        """Write the entries (and size) again once no member recovers.
+
+        The members changed while the upload ran, and a copy of the
+        inode may miss writes recovery raced (see native/recovery.py).
+        The same values again, so a late copy of either write changes
+        nothing; again if the epoch moves on meanwhile, within the
+        transfer timeout. size: the vdi_size written, None when NEW_VDI
+        set it.
+        """
+        deadline = timeutils.now() + self.settings.transfer_timeout
+        while True:
+            epochs = self.session.epochs
+            LOG.info('Sheepdog epoch moved from %d to %d while %s was '
+                     'written: rewriting its inode once no member '
+                     'recovers objects', epochs[0], epochs[1], self.name)
+            recovery.wait_until_recovered(self.session.cluster, self.name,
+                                          deadline)
+            requests = [vdi_ops.record(self.vdi, first, count)
+                        for first, count in vdi_ops.runs(self.recorded)]
+            if size is not None:
+                requests.append(vdi_ops.inode_write(
+                    self.vdi, proto.INODE_VDI_SIZE_OFFSET,
+                    proto.pack_uint64(size)))
+            self.session.send(requests)
+            for request in requests:
+                self.session.complete(request)
+            if self.session.epochs == epochs:
+                return
 
     def clean_up(self):
         """Remove what a failed upload left; log what cannot be removed.

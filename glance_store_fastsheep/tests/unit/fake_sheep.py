@@ -145,8 +145,10 @@ class FakeSheep(object):
             self.attrs = {}  # attribute oid -> the object's bytes
             # placement: port -> (nr_vnodes, zone) GET_NODE_LIST names;
             # frozen: ports of members that answer nothing.
+            # recovery: see recover_at.
             self._shared = {'next_vid': 0x10, 'members': [],
-                            'placement': {}, 'frozen': set()}
+                            'placement': {}, 'frozen': set(),
+                            'recovery': None}
             self.lock = threading.Lock()
         else:
             self.images = peer.images
@@ -180,6 +182,11 @@ class FakeSheep(object):
         # data oid -> result a CREATE_AND_WRITE_OBJ of it answers.
         self.write_results = {}
         self.deleted = []
+        # (n, seconds): a member changes at the n-th CREATE_AND_WRITE_OBJ
+        # (see _start_recovery); recovered is set once it ends.
+        self.recover_at = None
+        self.creates = 0
+        self.recovered = threading.Event()
         # (image, index) of entries recorded before their object existed.
         self.dangling = []
         self.fields = []  # RequestFields of every request answered
@@ -326,6 +333,8 @@ class FakeSheep(object):
             except socket.error:
                 pass
         for thread in self._threads:
+            if hasattr(thread, 'cancel'):
+                thread.cancel()  # a recovery's Timer that has not fired
             thread.join(5)
 
     def _accept(self):
@@ -702,6 +711,10 @@ class FakeSheep(object):
         result = self.write_results.get(oid)
         if result is not None:
             return proto.pack_response(req_id, opcode, result)
+        if opcode == proto.OP_CREATE_AND_WRITE_OBJ:
+            self.creates += 1
+            if self.recover_at and self.recover_at[0] == self.creates:
+                self._start_recovery(self.recover_at[1])
         image = self.by_vid.get((oid >> 32) & 0xffffff)
         object_size = 1 << image.block_size_shift
         if opcode == proto.OP_CREATE_AND_WRITE_OBJ:
@@ -735,6 +748,44 @@ class FakeSheep(object):
         # leaves the VDI, but the answer is success all the same.
         return proto.pack_response(req_id, opcode, proto.SUCCESS,
                                    vdi_id=image.vid)
+
+    def _start_recovery(self, seconds):
+        """A member changed: the epoch moves on and recovery starts.
+
+        Recovery reads every inode as it is now and, seconds later,
+        writes that copy back: what was written to an inode meanwhile is
+        lost, though acknowledged, as a real 1.0.1 cluster lost it
+        (native/recovery.py). Called with the lock held.
+        """
+        self.epoch += 1
+        copies = dict((vid, (dict(image.table), image.size))
+                      for vid, image in self.by_vid.items())
+        self._shared['recovery'] = copies
+        timer = threading.Timer(seconds, self._end_recovery, (copies,))
+        timer.daemon = True
+        timer.start()
+        self._threads.append(timer)
+
+    def _end_recovery(self, copies):
+        with self.lock:
+            for vid, (table, size) in copies.items():
+                image = self.by_vid.get(vid)
+                if image is not None:
+                    image.table = table
+                    image.size = size
+            self._shared['recovery'] = None
+        self.recovered.set()
+
+    def _stat_recovery(self, req_id, opcode, length, oid, offset, snapid,
+                       data, fields):
+        if fields.proto_ver != self.sheep_version:
+            return proto.pack_response(req_id, opcode, proto.VER_MISMATCH)
+        # struct recovery_state: in_recovery, rw_state, done, total.
+        busy = self._shared['recovery'] is not None
+        body = struct.pack('<B3xIQQ', busy, 1 if busy else 0, 0, 0)
+        return proto.pack_response(req_id, opcode, proto.SUCCESS,
+                                   len(body),
+                                   proto_ver=self.sheep_version) + body
 
     def _stat_cluster(self, req_id, opcode, length, oid, offset, snapid,
                       data, fields):
@@ -835,6 +886,7 @@ class FakeSheep(object):
         proto.OP_REMOVE_OBJ: _remove_obj,
         proto.OP_DEL_VDI: _del_vdi,
         proto.OP_STAT_CLUSTER: _stat_cluster,
+        proto.OP_STAT_RECOVERY: _stat_recovery,
     }
 
 

@@ -1,0 +1,114 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Whether the members are still moving objects after a membership change.
+
+When a sheep leaves or joins, the epoch moves on and every sheep copies
+the objects it now holds from their earlier holders (sheep's recovery).
+A write to an object that recovery is moving can be missing afterwards
+from one of its copies, though the gateway acknowledged it: on a real
+3-node 1.0.1 cluster keeping 2 copies, an upload during which a sheep
+was killed ended with one copy of its inode naming 3 of its 5 objects
+and the other naming all 5 (fault campaign seed 1277488203). A read
+through the short copy returns zeros in place of data, and sheep's
+deletion, reading it, leaves the objects it does not name. So an upload
+that saw the epoch move rewrites what it wrote into its inode once no
+member is recovering (``write.Writer``): each copy then holds it.
+
+Each member answers ``STAT_RECOVERY`` (``dog node recovery``) for
+itself; only the members the entry points named are asked.
+"""
+
+import time
+
+from glance_store import exceptions
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import proto
+
+LOG = logging.getLogger(__name__)
+
+# Seconds between two rounds of questions while a member recovers.
+POLL_INTERVAL = 0.2
+
+
+def _ask(cluster, node, name):
+    """node's RecoveryState, or None when it cannot tell.
+
+    A sheep that answers STAT_RECOVERY with an error knows no such
+    operation (a fake or an emulator): it recovers nothing.
+    ConnectionLost (a sheep that left, or answers nothing within the
+    command timeout) is the caller's.
+    """
+    settings = cluster.settings
+    session = cluster.open(node, name, stall_timeout=settings.command_timeout)
+    try:
+        versions = [cluster.sheep_version] if cluster.sheep_version else (
+            sorted(proto.SHEEP_VERSIONS, reverse=True))
+        for version in versions:
+            buf = bytearray(proto.RECOVERY_STATE_SIZE)
+            request = connection.Request(
+                proto.OP_STAT_RECOVERY, view=memoryview(buf),
+                header_data=lambda req_id, v=version:
+                    proto.pack_stat_recovery(req_id, v))
+            answer = session.call_raw(request, retry=False)
+            if answer.result == proto.VER_MISMATCH:
+                continue
+            if answer.result != proto.SUCCESS:
+                LOG.debug('%s does not tell its recovery state: %s',
+                          session.where(), proto.result_text(answer.result))
+                return None
+            return proto.unpack_recovery_state(buf)
+        return None
+    finally:
+        # Nothing it sends changes anything: no late copy to park.
+        session.close()
+
+
+def recovering(cluster, name):
+    """The members that are recovering objects, or that did not answer."""
+    busy = []
+    for node in cluster.membership.members:
+        try:
+            state = _ask(cluster, node, name)
+        except connection.Unreachable:
+            # Refused: a sheep that left; the epoch moved on without it.
+            continue
+        except connection.ConnectionLost as exc:
+            LOG.debug('No recovery state from sheep at %s:%d: %s',
+                      node[0], node[1], exc)
+            busy.append(node)
+            continue
+        if state is not None and state.in_recovery:
+            busy.append(node)
+    return busy
+
+
+def wait_until_recovered(cluster, name, deadline):
+    """Return once no member recovers; BackendException at deadline.
+
+    deadline: a ``timeutils.now()`` value.
+    """
+    while True:
+        busy = recovering(cluster, name)
+        if not busy:
+            return
+        if timeutils.now() >= deadline:
+            raise exceptions.BackendException(
+                'sheepdog image %s: the cluster moved to a new epoch while '
+                'it was written, and sheep at %s still recover objects or '
+                'do not answer: the upload fails rather than keep an '
+                'inode a copy of which may miss what was written' % (
+                    name, ', '.join('%s:%d' % (node[0], node[1])
+                                    for node in busy)))
+        time.sleep(POLL_INTERVAL)
