@@ -474,8 +474,11 @@ def marker_oid(name, key):
     return proto.attr_oid(vid, hval & 0xffffffff)
 
 
-# Reads of a marker's object remove_markers makes before giving up on it.
-MARKER_READS = 3
+# Tries remove_markers gives each marker's object, and a failed upload's
+# clean-up the deletion of its VDI (write.Writer.clean_up): both are
+# idempotent, and a final error (an EIO or a system error of one sheep,
+# a gateway killed meanwhile) is often not the next one's.
+REMOVAL_TRIES = 3
 
 
 def remove_markers(session, name):
@@ -484,40 +487,44 @@ def remove_markers(session, name):
     Sheep never removes an attribute's object (deleting one zeroes its
     name, deleting the VDI leaves them all), so each image would leave
     its partial, complete and deleting objects in the stores for good.
-    Only an object whose key is the marker's is removed. A read that
-    fails otherwise than NO_OBJ (an EIO of one copy) is asked again, up
-    to MARKER_READS times in all. Best effort: what is left names a
-    deleted VDI and counts for no other.
+    Only an object whose key is the marker's is removed. Each marker is
+    tried up to REMOVAL_TRIES times, whatever failed (a read or removal
+    answered with an error, a connection lost), and a marker given up
+    on does not stop the next. Best effort: what is left names a
+    deleted VDI and counts for no other; it is logged.
     """
     for key in (PARTIAL_KEY, COMPLETE_KEY, DELETING_KEY):
-        oid = marker_oid(name, key)
-        buf = bytearray(proto.ATTR_HEADER_SIZE)
-        try:
-            for _attempt in range(MARKER_READS):
-                found = session.call_raw(connection.Request(
-                    proto.OP_READ_OBJ, oid, 0, len(buf), memoryview(buf),
-                    proto.FLAG_CMD_DIRECT))
-                if found.result in (proto.SUCCESS, proto.NO_OBJ):
-                    break
-            if found.result == proto.NO_OBJ:
-                continue
-            if found.result != proto.SUCCESS:
-                LOG.warning('Could not read the %s object of deleted '
-                            'sheepdog image %s: %s', key, name,
-                            proto.result_text(found.result))
-                continue
-            if proto.unpack_vdi_attr(buf)[2] != key.encode('ascii'):
-                continue
-            gone = session.call_raw(connection.Request(
-                proto.OP_REMOVE_OBJ, oid))
-            if gone.result not in (proto.SUCCESS, proto.NO_OBJ):
-                LOG.warning('Could not remove the %s object of deleted '
-                            'sheepdog image %s: %s', key, name,
-                            proto.result_text(gone.result))
-        except (exceptions.BackendException, proto.ProtocolError) as exc:
+        failure = None
+        for _attempt in range(REMOVAL_TRIES):
+            try:
+                failure = _remove_marker(session, name, key)
+            except (exceptions.BackendException,
+                    proto.ProtocolError) as exc:
+                failure = exc
+            if failure is None:
+                break
+        if failure is not None:
             LOG.warning('Could not remove the %s object of deleted '
-                        'sheepdog image %s: %s', key, name, exc)
-            return
+                        'sheepdog image %s: %s', key, name, failure)
+
+
+def _remove_marker(session, name, key):
+    """Remove name's marker object of key; what failed, else None."""
+    oid = marker_oid(name, key)
+    buf = bytearray(proto.ATTR_HEADER_SIZE)
+    found = session.call_raw(connection.Request(
+        proto.OP_READ_OBJ, oid, 0, len(buf), memoryview(buf),
+        proto.FLAG_CMD_DIRECT))
+    if found.result == proto.NO_OBJ:
+        return None
+    if found.result != proto.SUCCESS:
+        return 'reading it: %s' % proto.result_text(found.result)
+    if proto.unpack_vdi_attr(buf)[2] != key.encode('ascii'):
+        return None  # another attribute's slot: not ours to remove
+    gone = session.call_raw(connection.Request(proto.OP_REMOVE_OBJ, oid))
+    if gone.result not in (proto.SUCCESS, proto.NO_OBJ):
+        return 'removing it: %s' % proto.result_text(gone.result)
+    return None
 
 
 def delete(session, name):

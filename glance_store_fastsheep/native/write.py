@@ -706,7 +706,7 @@ class Writer(object):
                 orphans = [index for index in sorted(self.created)
                            if table.owner(index) != current.vid]
                 self._remove(session, self.vdi, orphans)
-            vdi_ops.delete(session, self.name)
+            self._delete(session)
             LOG.info('Deleted the partial sheepdog image %s', self.name)
             if self.abandoned:
                 LOG.warning('Writes of the partial sheepdog image %s (vdi '
@@ -722,6 +722,27 @@ class Writer(object):
                       self.name, exc)
         finally:
             session.close()
+
+    def _delete(self, session):
+        """Delete the attempt's VDI, tried again on a final error.
+
+        A delete that stopped anywhere is finished by the next one
+        (``vdi.delete``), and the attempt's name is its own
+        (``store.vdi_name``): trying again cannot reach another VDI.
+        NotFound means it is gone already.
+        """
+        for attempt in range(1, vdi_ops.REMOVAL_TRIES + 1):
+            try:
+                vdi_ops.delete(session, self.name)
+                return
+            except exceptions.NotFound:
+                return
+            except exceptions.BackendException as exc:
+                if attempt == vdi_ops.REMOVAL_TRIES:
+                    raise
+                LOG.warning('Removing the partial sheepdog image %s failed '
+                            '(try %d of %d), trying again: %s', self.name,
+                            attempt, vdi_ops.REMOVAL_TRIES, exc)
 
     def _find_created(self, session):
         """Whether the VDI a NEW_VDI without answer made is found (vid).

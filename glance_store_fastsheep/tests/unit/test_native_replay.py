@@ -211,3 +211,30 @@ class ReplayTest(test_native_failover.ClientTestCase):
         self.client.delete('127.0.0.1', self.first.port, 'img')
         self.assertEqual(foreign, self.first.attrs[slot])
         self.assertNothingLeft()
+
+    def test_a_marker_whose_removal_failed_once_is_removed(self):
+        # A final error (a forged or one-sheep SD_RES_HALT) to the first
+        # marker's REMOVE_OBJ: that marker is tried again, the others
+        # are removed all the same.
+        self.write(os.urandom(2 * OBJECT))
+        self.first.reply_fault = (proto.OP_REMOVE_OBJ, 1, 'halt')
+        self.client.delete('127.0.0.1', self.first.port, 'img')
+        self.assertEqual({}, self.first.attrs)
+        removals = [r[1] for r in self.first.requests
+                    if r[0] == proto.OP_REMOVE_OBJ]
+        self.assertEqual(2, removals.count(removals[0]))
+        self.assertNothingLeft()
+
+    def test_failed_upload_whose_delete_failed_once_is_removed(self):
+        # The upload fails on a final error; its clean-up's DEL_VDI
+        # meets another. The attempt's VDI is deleted by the next try.
+        vid = self.first.next_vid
+        self.first.write_results[proto.data_oid(vid, 1)] = 0x06
+        self.first.reply_fault = (proto.OP_DEL_VDI, 1, 'halt')
+        self.assertRaises(exceptions.BackendException, self.write,
+                          os.urandom(3 * OBJECT))
+        self.assertEqual([], [name for name, _snap in self.first.images])
+        self.assertEqual({}, self.first.objects)
+        self.assertEqual({}, self.first.attrs)
+        self.assertIn('trying again', self.log.output)
+        self.assertNothingLeft()
