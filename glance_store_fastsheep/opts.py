@@ -31,7 +31,7 @@ there; test_opts fails until they match).
 from oslo_config import cfg
 from oslo_utils import units
 
-from glance_store_fastsheep.dog import command as dog_command
+from glance_store_fastsheep import names
 
 # Sheepdog stores a VDI as 4 MiB objects; transfers that start and end on
 # object boundaries never make two writers touch one object.
@@ -350,7 +350,7 @@ Related options:
     * sheepdog_store_transfer_timeout
 """),
     cfg.StrOpt('sheepdog_store_command',
-               default=dog_command.DEFAULT_COMMAND,
+               default=names.DEFAULT_COMMAND,
                help="""
 The sheepdog command line tool, used only with
 ``sheepdog_store_client = dog``.

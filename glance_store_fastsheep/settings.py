@@ -23,6 +23,7 @@ from oslo_utils import units
 
 from glance_store_fastsheep import client
 from glance_store_fastsheep.dog import command as dog_command
+from glance_store_fastsheep import names
 from glance_store_fastsheep import opts
 
 LOG = logging.getLogger(__name__)
@@ -62,8 +63,8 @@ def parse_entry_point(item):
     if ':' in host and not (host.startswith('[') and host.endswith(']')):
         raise ValueError('%r: put an IPv6 address in brackets, '
                          '[address]:port' % item)
-    return (dog_command.validate_address(host),
-            dog_command.validate_port(port))
+    return (names.validate_address(host),
+            names.validate_port(port))
 
 
 class Settings(object):
@@ -78,9 +79,9 @@ class Settings(object):
 
     def __init__(self, group, require_command=True):
         try:
-            self.address = dog_command.validate_address(
+            self.address = names.validate_address(
                 group.sheepdog_store_address)
-            self.port = dog_command.validate_port(group.sheepdog_store_port)
+            self.port = names.validate_port(group.sheepdog_store_port)
         except ValueError as exc:
             raise ConfigError(str(exc))
         self.chunk_size = _objects_in_bytes(group,

@@ -39,8 +39,8 @@ from oslo_utils import units
 import six
 
 from glance_store_fastsheep import client as client_mod
-from glance_store_fastsheep.dog import command as dog_command
 from glance_store_fastsheep import image_data
+from glance_store_fastsheep import names
 from glance_store_fastsheep import opts
 from glance_store_fastsheep import settings as settings_mod
 from glance_store_fastsheep import stream
@@ -125,10 +125,10 @@ def vdi_name(image_id):
     an image (glance's copy-image, an import to several stores), and a
     failed attempt's leftover never blocks a retry. URI-safe, with no
     ':' (the location's separator) or '@'; within sheep's
-    SD_MAX_VDI_LEN (``dog_command.validate_name``).
+    SD_MAX_VDI_LEN (``names.validate_name``).
     """
     suffix = binascii.hexlify(os.urandom(ATTEMPT_BYTES)).decode('ascii')
-    return dog_command.validate_name('%s.%s' % (image_id, suffix))
+    return names.validate_name('%s.%s' % (image_id, suffix))
 
 
 def serves_name(name, image_id):
@@ -174,18 +174,18 @@ class StoreLocation(location.StoreLocation):
         pieces = rest.rsplit(':', 2)
         try:
             if len(pieces) == 3:
-                self.addr = dog_command.validate_address(pieces[0])
-                self.port = dog_command.validate_port(pieces[1])
-                self.image = dog_command.validate_name(pieces[2])
+                self.addr = names.validate_address(pieces[0])
+                self.port = names.validate_port(pieces[1])
+                self.image = names.validate_name(pieces[2])
             elif len(pieces) == 1:
                 # Pike's StoreLocation has no backend_group.
                 group = store_conf(self.conf,
                                    getattr(self, 'backend_group', None))
-                self.addr = dog_command.validate_address(
+                self.addr = names.validate_address(
                     group.sheepdog_store_address)
-                self.port = dog_command.validate_port(
+                self.port = names.validate_port(
                     group.sheepdog_store_port)
-                self.image = dog_command.validate_name(pieces[0])
+                self.image = names.validate_name(pieces[0])
             else:
                 raise ValueError('expected ADDRESS:PORT:IMAGE')
         except ValueError as exc:

@@ -30,8 +30,8 @@ from oslotest import base
 import six
 
 from fastpath_integration.harness import host
-from glance_store_fastsheep.dog import command as dog_command
 from glance_store_fastsheep import hub_safe
+from glance_store_fastsheep import names
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests import emulator_fixture
@@ -104,7 +104,7 @@ class FunctionalTestCase(base.BaseTestCase):
         # per-attempt names; use_attempt_names gives a test the store's
         # own naming (store.vdi_name), as glance-api gets it.
         self.useFixture(fixtures.MockPatchObject(
-            store, 'vdi_name', dog_command.validate_name))
+            store, 'vdi_name', names.validate_name))
         self.sheep = self.make_cluster()
         self.conf = self.make_conf()
         self.sd = self.make_store(self.conf)
