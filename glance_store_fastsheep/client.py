@@ -47,8 +47,20 @@ class Client(object):
     anything else.
     """
 
-    def __init__(self, settings):
+    def __init__(self, settings, strict=False):
+        """A client of the cluster ``settings`` configure.
+
+        ``strict`` at configure time: what the client needs of this host
+        and lacks (the dog client's command) is a ``ConfigError``, which
+        the store refuses to configure with. Otherwise, for a store used
+        before any configure succeeded, the client takes the settings as
+        they are and fails when an operation needs what is missing.
+        """
         self.settings = settings
+
+    def describe(self):
+        """What the client reaches sheepdog through, for the store's log."""
+        return self.settings.client
 
     @abc.abstractmethod
     def check(self):
@@ -117,6 +129,13 @@ class ClientError(Exception):
     """A configuration the chosen client cannot work with."""
 
 
+class ConfigError(ValueError):
+    """An option value the store cannot work with.
+
+    Raised by ``settings.Settings`` and by a client built ``strict``.
+    """
+
+
 # Where each client lives, by dotted name: each implementation imports
 # this module for its base class, so an import statement here, even in
 # a function, would make an import cycle (test_import_graph refuses
@@ -127,7 +146,7 @@ CLIENT_CLASSES = {
 }
 
 
-def get_client(settings):
-    """Return the client ``settings.client`` names."""
+def get_client(settings, strict=False):
+    """Return the client ``settings.client`` names (``Client.__init__``)."""
     return importutils.import_class(CLIENT_CLASSES[settings.client])(
-        settings)
+        settings, strict=strict)

@@ -16,21 +16,14 @@ Read once per ``configure()`` from whichever group holds them
 ``enabled_backends``), so transfers never touch oslo.config.
 """
 
-import os
-
 from oslo_log import log as logging
 from oslo_utils import units
 
 from glance_store_fastsheep import client
-from glance_store_fastsheep.dog import command as dog_command
 from glance_store_fastsheep import names
 from glance_store_fastsheep import opts
 
 LOG = logging.getLogger(__name__)
-
-
-class ConfigError(ValueError):
-    """An option value the store cannot work with."""
 
 
 def _objects_in_bytes(group, name):
@@ -72,18 +65,19 @@ class Settings(object):
 
     Bounds are oslo.config's (each option's ``min``/``max``); what is
     checked here is what oslo.config cannot express: an address and a
-    port ``dog`` will take as one argument each, and, for the ``dog``
-    client only, a command that exists. With the ``native`` client no
-    command is looked for: a glance host needs no sheepdog package.
+    port ``dog`` will take as one argument each. Whether the ``dog``
+    client's command exists is the dog client's to check: with the
+    ``native`` client no command is looked for, and a glance host needs
+    no sheepdog package.
     """
 
-    def __init__(self, group, require_command=True):
+    def __init__(self, group):
         try:
             self.address = names.validate_address(
                 group.sheepdog_store_address)
             self.port = names.validate_port(group.sheepdog_store_port)
         except ValueError as exc:
-            raise ConfigError(str(exc))
+            raise client.ConfigError(str(exc))
         self.chunk_size = _objects_in_bytes(group,
                                             'sheepdog_store_chunk_size')
         self.read_size = group.sheepdog_store_read_size
@@ -108,29 +102,14 @@ class Settings(object):
             try:
                 node = parse_entry_point(item)
             except ValueError as exc:
-                raise ConfigError('sheepdog_store_addresses: %s' % exc)
+                raise client.ConfigError('sheepdog_store_addresses: %s' % exc)
             if node not in self.addresses:
                 self.addresses.append(node)
         self.serve_any_name = group.sheepdog_store_serve_any_name
         # Read through oslo.config, which also answers from the
         # deprecated sheepdog_store_reader.
         self.client = group.sheepdog_store_client
-        if self.client != client.DOG:
-            self.command = None
-            self.dog = None
-            return
-        configured = group.sheepdog_store_command
-        command = dog_command.find_command(configured)
-        if command is None:
-            if require_command:
-                if os.path.isabs(configured):
-                    where = 'is not an executable file'
-                else:
-                    where = 'not found (looked for %s on PATH)' % (
-                        ' and '.join(dog_command.command_names(configured)))
-                raise ConfigError('sheepdog command %r %s; the dog client '
-                                  '(sheepdog_store_client = dog) needs it'
-                                  % (configured, where))
-            command = configured
-        self.command = command
-        self.dog = dog_command.DogCommand(command, self.command_timeout)
+        # The command line tool as configured: the dog client resolves
+        # it (dog.client.DogClient); the native client runs no command.
+        self.command = (group.sheepdog_store_command
+                        if self.client == client.DOG else None)

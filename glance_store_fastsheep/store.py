@@ -253,9 +253,8 @@ class Store(driver.Store):
         """Checked option values; built on first use if never configured."""
         if self._settings is None:
             try:
-                self._settings = settings_mod.Settings(
-                    self.store_conf, require_command=False)
-            except settings_mod.ConfigError as exc:
+                self._settings = settings_mod.Settings(self.store_conf)
+            except client_mod.ConfigError as exc:
                 raise exceptions.BackendException(
                     'fastsheep store misconfigured: %s' % exc)
         return self._settings
@@ -281,12 +280,13 @@ class Store(driver.Store):
         name = self.backend_group or 'fastsheep'
         try:
             current = settings_mod.Settings(self.store_conf)
-        except settings_mod.ConfigError as exc:
+            configured = client_mod.get_client(current, strict=True)
+        except client_mod.ConfigError as exc:
             LOG.error('fastsheep store %s: %s', name, exc)
             raise exceptions.BadStoreConfiguration(store_name=name,
                                                    reason=str(exc))
         self._settings = current
-        self._client = client_mod.get_client(current)
+        self._client = configured
         # Current glance attributes a location that carries no backend id
         # (every location a Pike cloud wrote) to the backend whose
         # url_prefix it starts with.
@@ -303,7 +303,7 @@ class Store(driver.Store):
                         'fail until it does: %s', name, exc)
         LOG.info('fastsheep store %s: %s client (%s) at %s:%d, read size '
                  '%d, pipe %d, chunk %d MiB, %d writes in flight', name,
-                 current.client, current.command or "sheep's protocol",
+                 current.client, self._client.describe(),
                  current.address, current.port, current.read_size,
                  current.pipe_size, current.chunk_size // units.Mi,
                  current.write_concurrency)

@@ -319,8 +319,8 @@ class _AllReaders(object):
         where = loc.store_location
         size = self.store.get_size(loc)
         return stream.Stream(
-            readahead.pieces, self.store.settings, where.addr, where.port,
-            where.image, 0, size,
+            readahead.pieces, self.store.client.dog, self.store.settings,
+            where.addr, where.port, where.image, 0, size,
             lambda most: readahead.ReaderRamp(most, start=most)), size
 
 

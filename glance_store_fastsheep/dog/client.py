@@ -19,11 +19,14 @@ whose cluster only the command line tool is known to reach; the store
 does not look behind ``client.Client``.
 """
 
+import os
+
 from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import excutils
 
 from glance_store_fastsheep import client
+from glance_store_fastsheep.dog import command
 from glance_store_fastsheep.dog import listing
 from glance_store_fastsheep.dog import read
 from glance_store_fastsheep.dog import readahead
@@ -36,7 +39,33 @@ LOG = logging.getLogger(__name__)
 
 
 class DogClient(client.Client):
-    """Sheepdog through ``settings.dog`` (the resolved ``dog`` command)."""
+    """Sheepdog through ``self.dog``, the resolved ``dog`` command.
+
+    The command is looked for on PATH once, when the client is made, so
+    that a later change of PATH in the service cannot swap the binary
+    under the store (``command.find_command``).
+    """
+
+    def __init__(self, settings, strict=False):
+        super(DogClient, self).__init__(settings, strict=strict)
+        configured = settings.command
+        found = command.find_command(configured)
+        if found is None:
+            if strict:
+                if os.path.isabs(configured):
+                    where = 'is not an executable file'
+                else:
+                    where = 'not found (looked for %s on PATH)' % (
+                        ' and '.join(command.command_names(configured)))
+                raise client.ConfigError(
+                    'sheepdog command %r %s; the dog client '
+                    '(sheepdog_store_client = dog) needs it'
+                    % (configured, where))
+            found = configured
+        self.dog = command.DogCommand(found, settings.command_timeout)
+
+    def describe(self):
+        return self.dog.command
 
     def check(self):
         """``dog vdi list`` against the configured cluster must succeed.
@@ -47,15 +76,15 @@ class DogClient(client.Client):
         """
         current = self.settings
         try:
-            current.dog.list(current.address, current.port)
+            self.dog.list(current.address, current.port)
         except Exception as exc:
             raise client.ClientError(
                 'sheepdog cluster at %s:%d does not answer `%s vdi list`: '
-                '%s' % (current.address, current.port, current.command,
+                '%s' % (current.address, current.port, self.dog.command,
                         exc))
 
     def lookup(self, address, port, name):
-        return self.settings.dog.stat(address, port, name)
+        return self.dog.stat(address, port, name)
 
     def read(self, address, port, name, offset, length):
         """One ``dog vdi read`` stream, or read-ahead beyond one window."""
@@ -63,8 +92,8 @@ class DogClient(client.Client):
         pieces = read.pieces
         if current.read_concurrency > 1 and length > current.read_window:
             pieces = readahead.pieces
-        return stream.Stream(pieces, current, address, port, name, offset,
-                             length, transfer=stream.Transfer(
+        return stream.Stream(pieces, self.dog, current, address, port, name,
+                             offset, length, transfer=stream.Transfer(
                                  client.DOG, address, port, name, length))
 
     def delete(self, address, port, name):
@@ -76,7 +105,7 @@ class DogClient(client.Client):
         client leaves it (native.vdi.delete says why): ``vdi list``
         shows each snapshot of the name as an ``s`` line.
         """
-        dog = self.settings.dog
+        dog = self.dog
         infos = [info for info in dog.list(address, port, name)
                  if info.name == name]
         if listing.find_current(infos, name) is None:
@@ -97,7 +126,7 @@ class DogClient(client.Client):
     def vdis(self):
         current = self.settings
         return [(info.name, info.size)
-                for info in current.dog.list(current.address, current.port)
+                for info in self.dog.list(current.address, current.port)
                 if listing.is_current(info)]
 
     def write(self, name, source, digest, image_size, transfer=None):
@@ -110,14 +139,14 @@ class DogClient(client.Client):
         checked, because ``dog`` can exit 0 for data sheep did not keep.
         """
         current = self.settings
-        uploader = write.Uploader(current, current.address, current.port,
-                                  name)
+        uploader = write.Uploader(self.dog, current, current.address,
+                                  current.port, name)
         try:
             if image_size and image_size > 0:
                 written = uploader.write_known(source, digest, image_size)
             else:
                 written = uploader.write_unknown(source, digest)
-            info = current.dog.stat(current.address, current.port, name)
+            info = self.dog.stat(current.address, current.port, name)
             if info is None or info.size != written:
                 raise exceptions.BackendException(
                     'sheepdog image %s is %s bytes after writing %d'
@@ -163,9 +192,9 @@ class DogClient(client.Client):
     def _delete_partial(self, name):
         current = self.settings
         try:
-            current.dog.check('delete', current.address, current.port, name)
-            if current.dog.stat(current.address, current.port,
-                                name) is not None:
+            self.dog.check('delete', current.address, current.port, name)
+            if self.dog.stat(current.address, current.port,
+                             name) is not None:
                 raise exceptions.BackendException('still listed')
         except Exception as exc:
             LOG.error('Could not delete the partial sheepdog image %s at '

@@ -87,7 +87,7 @@ class DogProcess(object):
     kills and reaps, and the owner's next read or write ends.
     """
 
-    def __init__(self, settings, action, address, port, name, offset,
+    def __init__(self, dog, settings, action, address, port, name, offset,
                  length):
         self.action = action
         self.name = name
@@ -95,8 +95,7 @@ class DogProcess(object):
         self.length = length
         self.idle_timeout = settings.transfer_timeout
         self.child_reads = action == 'write'
-        argv = settings.dog.argv(action, address, port, name, offset,
-                                 length)
+        argv = dog.argv(action, address, port, name, offset, length)
         self.proc, self.fd, self._stderr = spawn_transfer(
             argv, settings.pipe_size, child_reads=self.child_reads)
         LOG.debug('Started `%s` (pid %s)', ' '.join(argv), self.proc.pid)

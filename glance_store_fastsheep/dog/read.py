@@ -48,7 +48,7 @@ class RangeRead(object):
     through a pipe.PipeReader) counts in budget.READERS until released.
     """
 
-    def __init__(self, settings, address, port, name, offset, length,
+    def __init__(self, dog, settings, address, port, name, offset, length,
                  buffered=True):
         self.name = name
         self.offset = offset
@@ -59,8 +59,8 @@ class RangeRead(object):
         self.waited = 0.0
         self.finished = False
         self._lock = threading.Lock()
-        self.child = process.DogProcess(settings, 'read', address, port,
-                                        name, offset, length)
+        self.child = process.DogProcess(dog, settings, 'read', address,
+                                        port, name, offset, length)
         self.reader = pipe.PipeReader(
             self.child.fd, settings.read_size if buffered else 0,
             self.child.idle_timeout)
@@ -172,7 +172,8 @@ class RangeRead(object):
         self._release(kill=True)
 
 
-def pieces(settings, address, port, name, offset, length, transfer=None):
+def pieces(dog, settings, address, port, name, offset, length,
+           transfer=None):
     """The plain download: one ``dog vdi read`` for the whole range.
 
     What ``stream.Stream`` runs for ``Store.get`` with a read
@@ -181,7 +182,7 @@ def pieces(settings, address, port, name, offset, length, transfer=None):
     """
     if length <= 0:
         return
-    reader = RangeRead(settings, address, port, name, offset, length)
+    reader = RangeRead(dog, settings, address, port, name, offset, length)
     try:
         while True:
             piece = reader.take()

@@ -281,7 +281,7 @@ class WindowFetch(object):
     one window of memory.
     """
 
-    def __init__(self, settings, address, port, name, offset, length,
+    def __init__(self, dog, settings, address, port, name, offset, length,
                  pool, cap=None):
         self.offset = offset
         self.length = length
@@ -294,7 +294,7 @@ class WindowFetch(object):
         self.finished = False
         self.pieces = collections.deque()
         self.cond = threading.Condition()
-        self.range = read.RangeRead(settings, address, port, name,
+        self.range = read.RangeRead(dog, settings, address, port, name,
                                     offset, length, buffered=False)
         self.worker = threading.Thread(target=self._run,
                                        name='fastsheep-window-%d' % offset)
@@ -411,8 +411,9 @@ class _Download(object):
     ``held`` the windows of budget.READ_MEMORY this download holds.
     """
 
-    def __init__(self, settings, address, port, name, offset, length,
+    def __init__(self, dog, settings, address, port, name, offset, length,
                  make_ramp):
+        self.dog = dog
         self.settings = settings
         self.where = (address, port, name)
         self.window = window = settings.read_window
@@ -489,12 +490,14 @@ class _Download(object):
         address, port, name = self.where
         if not fetches and ramp.level == 1:
             # No reader beside it: the consumer reads it itself.
-            fetches.append(InlineFetch(self.settings, address, port, name,
-                                       range_offset, range_length))
+            fetches.append(InlineFetch(self.dog, self.settings, address,
+                                       port, name, range_offset,
+                                       range_length))
         else:
-            fetches.append(WindowFetch(self.settings, address, port, name,
-                                       range_offset, range_length,
-                                       self.pool, self.window))
+            fetches.append(WindowFetch(self.dog, self.settings, address,
+                                       port, name, range_offset,
+                                       range_length, self.pool,
+                                       self.window))
         return True
 
     def start_readers(self):
@@ -552,8 +555,8 @@ class _Download(object):
             self.keep(0)
 
 
-def pieces(settings, address, port, name, offset, length, make_ramp=None,
-           transfer=None):
+def pieces(dog, settings, address, port, name, offset, length,
+           make_ramp=None, transfer=None):
     """The read-ahead download, for ``stream.Stream``.
 
     ``Store.get`` runs it when read concurrency is more than 1.
@@ -568,8 +571,8 @@ def pieces(settings, address, port, name, offset, length, make_ramp=None,
     """
     if length <= 0:
         return
-    download = _Download(settings, address, port, name, offset, length,
-                         make_ramp)
+    download = _Download(dog, settings, address, port, name, offset,
+                         length, make_ramp)
     yielded = 0
     try:
         while download.plan or download.fetches:

@@ -50,7 +50,7 @@ class ChunkWrite(object):
     The child is a process.DogProcess, fed through a pipe.PipeWriter.
     """
 
-    def __init__(self, settings, address, port, name, offset, length):
+    def __init__(self, dog, settings, address, port, name, offset, length):
         self.name = name
         self.offset = offset
         self.length = length
@@ -58,8 +58,8 @@ class ChunkWrite(object):
         # Whether this child holds a slot of budget.WRITERS (set by the
         # Uploader once it runs, given back by close()).
         self.slot = False
-        self.child = process.DogProcess(settings, 'write', address, port,
-                                        name, offset, length)
+        self.child = process.DogProcess(dog, settings, 'write', address,
+                                        port, name, offset, length)
         self.writer = pipe.PipeWriter(self.child.fd, self.child.idle_timeout)
 
     def feed(self, data):
@@ -111,7 +111,8 @@ class ChunkWrite(object):
 class Uploader(object):
     """Writes one image into a new VDI; the caller deletes it on failure."""
 
-    def __init__(self, settings, address, port, name):
+    def __init__(self, dog, settings, address, port, name):
+        self.dog = dog
         self.settings = settings
         self.address = address
         self.port = port
@@ -135,9 +136,8 @@ class Uploader(object):
         name was taken before (a caller of the client reusing a name),
         and that VDI is not counted as created, so nothing deletes it.
         """
-        dog = self.settings.dog
         try:
-            dog.check('create', self.address, self.port, self.name, size)
+            self.dog.check('create', self.address, self.port, self.name, size)
         except exceptions.Duplicate:
             raise
         except (exceptions.BackendException,
@@ -154,8 +154,7 @@ class Uploader(object):
     def _look_up_after(self, failure):
         """The VDI called name after ``vdi create`` failed, or None."""
         try:
-            return self.settings.dog.stat(self.address, self.port,
-                                          self.name)
+            return self.dog.stat(self.address, self.port, self.name)
         except (exceptions.BackendException,
                 exceptions.GlanceStoreException) as exc:
             LOG.warning('Could not look sheepdog image %s up after `vdi '
@@ -164,8 +163,8 @@ class Uploader(object):
 
     def _grow(self, size):
         if size > self.size:
-            self.settings.dog.check('resize', self.address, self.port,
-                                    self.name, size)
+            self.dog.check('resize', self.address, self.port, self.name,
+                           size)
             self.size = size
 
     # writers ----------------------------------------------------------
@@ -190,8 +189,8 @@ class Uploader(object):
                           self.settings.write_budget)
             return None
         try:
-            child = ChunkWrite(self.settings, self.address, self.port,
-                               self.name, offset, length)
+            child = ChunkWrite(self.dog, self.settings, self.address,
+                               self.port, self.name, offset, length)
         except BaseException:
             if slot:
                 budget.WRITERS.give(1)

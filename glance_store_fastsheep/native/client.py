@@ -42,6 +42,9 @@ LOG = logging.getLogger(__name__)
 class NativeClient(client.Client):
     """``client.Client`` speaking sheep's protocol directly."""
 
+    def describe(self):
+        return "sheep's protocol"
+
     def _session(self, address, port, name):
         """A session starting at address:port, failing over to the rest.
 

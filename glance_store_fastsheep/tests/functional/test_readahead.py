@@ -286,8 +286,9 @@ class RampArgumentTest(_Base):
 
     def stream(self, ramp=None):
         return stream_mod.Stream(
-            readahead.pieces, self.sd.settings, self.sheep.address,
-            self.sheep.port, 'img', 0, len(self.data), ramp)
+            readahead.pieces, self.sd.client.dog, self.sd.settings,
+            self.sheep.address, self.sheep.port, 'img', 0, len(self.data),
+            ramp)
 
     def window_offsets(self, stream):
         fetches = stream._gen.gi_frame.f_locals['download'].fetches
@@ -327,8 +328,8 @@ class RampArgumentTest(_Base):
             asked.append(most)
             return readahead.ReaderRamp(most, start=2)
         stream = stream_mod.Stream(
-            readahead.pieces, self.sd.settings, self.sheep.address,
-            self.sheep.port, 'img', 0, 2 * WINDOW, ramp)
+            readahead.pieces, self.sd.client.dog, self.sd.settings,
+            self.sheep.address, self.sheep.port, 'img', 0, 2 * WINDOW, ramp)
         self.assertEqual(self.data[:2 * WINDOW], b''.join(stream))
         # Three configured, but two windows: at most two readers.
         self.assertEqual([2], asked)

@@ -124,7 +124,8 @@ class NativeSelectedTest(base.StoreTestCase):
         current = settings_mod.Settings(self.conf.glance_store)
         self.assertEqual('native', current.client)
         self.assertIsNone(current.command)
-        self.assertIsNone(current.dog)
+        # The command object is the dog client's (DogClient.dog).
+        self.assertFalse(hasattr(current, 'dog'))
 
     def test_configure_checks_through_the_client(self):
         sd = self.make_store()
@@ -199,7 +200,7 @@ class DogSelectedTest(base.StoreTestCase):
         sd = self.make_store()
         self.assertIsInstance(sd.client, dog_client.DogClient)
         self.assertEqual(os.path.join(self.dog.bin_dir, 'dog'),
-                         sd.settings.command)
+                         sd.client.dog.command)
         self.assertEqual(['vdi', 'list', '-a', '127.0.0.1', '-p',
                           str(self.port)], self.dog.calls()[0][:6])
 

@@ -111,7 +111,7 @@ class ConfigureTest(base.StoreTestCase):
                   os.path.join(self.dog.bin_dir, 'collie'))
         sd = self.make_store()
         self.assertEqual(os.path.join(self.dog.bin_dir, 'collie'),
-                         sd.settings.command)
+                         sd.client.dog.command)
 
     def test_cluster_down(self):
         # A cluster down is no configuration error (issue 36): a

@@ -26,9 +26,6 @@ class _Settings(object):
     transfer_timeout = 0.5
     pipe_size = 65536
 
-    def __init__(self, dog):
-        self.dog = command.DogCommand(dog, 5)
-
 
 class SpawnTest(base.BaseTestCase):
     """spawn_transfer leaves nothing open when a step fails."""
@@ -69,8 +66,9 @@ class DogProcessTest(base.BaseTestCase):
         bin_dir = self.useFixture(fixtures.TempDir()).path
         dog = test_base.write_script(os.path.join(bin_dir, 'dog'),
                                      '#!/bin/sh\n' + script)
-        child = process.DogProcess(_Settings(dog), action, '127.0.0.1',
-                                   7000, 'img', 4096, 512)
+        child = process.DogProcess(command.DogCommand(dog, 5), _Settings(),
+                                   action, '127.0.0.1', 7000, 'img', 4096,
+                                   512)
         self.addCleanup(os.close, child.fd)
         self.addCleanup(child.close)
         return child

@@ -66,7 +66,7 @@ class PlanTest(base.BaseTestCase):
         # Planning 2^42 windows of 4 MiB must not list them.
         length = (1 << 64) - 1
         download = readahead._Download(
-            _Settings(), '127.0.0.1', 7000, 'img', 0, length,
+            None, _Settings(), '127.0.0.1', 7000, 'img', 0, length,
             lambda most: readahead.ReaderRamp(most, start=most))
         self.addCleanup(download.close)
         self.assertEqual(_Settings.read_concurrency, download.ramp.level)
