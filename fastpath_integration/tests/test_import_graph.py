@@ -452,7 +452,12 @@ class ImportGraphTestCase(testtools.TestCase):
         self.assertEqual({'shared', 'native', 'dog', 'entry', 'cmd'},
                          set(rules))
         self.assertEqual({'native.client'}, rules['native'][0][-1])
-        self.assertIn('native.vdi', rules['dog'][1])
+        self.assertEqual({'dog.client'}, rules['dog'][0][-1])
+        # The two clients side by side over the shared layer: neither
+        # imports the other, and the store, its settings and options
+        # import neither.
+        for row in ('native', 'dog', 'entry'):
+            self.assertEqual({'shared'}, rules[row][1], row)
         self.assertEqual([], layer_violations(TOPDIR, rules, DRIVER))
 
     def test_a_layer_violation_is_found(self):

@@ -31,8 +31,6 @@ from glance_store_fastsheep.dog import listing
 from glance_store_fastsheep.dog import read
 from glance_store_fastsheep.dog import readahead
 from glance_store_fastsheep.dog import write
-from glance_store_fastsheep.native import connection as native_connection
-from glance_store_fastsheep.native import vdi as native_vdi
 from glance_store_fastsheep import stream
 
 LOG = logging.getLogger(__name__)
@@ -166,21 +164,22 @@ class DogClient(client.Client):
 
         A sheep that dies mid-upload can make sheepdog lose the record
         of an object ``dog vdi write`` wrote, which then reads back as
-        zeros (native.vdi.unowned_objects). Checking costs one
+        zeros. No ``dog`` command shows the object table: the native
+        client reads it (NativeClient.unowned_objects), for one
         connection and 4 bytes per object.
         """
         current = self.settings
+        native = client.get_client(current, name=client.NATIVE)
         try:
-            lost = native_vdi.unowned_objects(
-                current, current.address, current.port, name, written)
-        except native_connection.Unsupported as exc:
-            LOG.debug('Not checking the object table of %s: %s', name, exc)
-            return
-        except native_connection.Unreachable as exc:
+            lost = native.unowned_objects(current.address, current.port,
+                                          name, written)
+        except client.ClientError as exc:
             # dog reached this address a moment ago; a cluster that is
             # gone now fails the image's reads loudly, not with zeros.
             LOG.warning('Stored image %s without checking its object '
                         'table: %s', name, exc)
+            return
+        if lost is None:
             return
         if lost:
             raise exceptions.BackendException(
