@@ -31,6 +31,7 @@ import six
 from glance_store_fastsheep.dog import listing
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import names
+from glance_store_fastsheep import results
 
 LOG = logging.getLogger(__name__)
 
@@ -74,35 +75,19 @@ def find_command(configured):
     return None
 
 
-# sd_strerror's texts (lower case) and what glance makes of each: the
-# VDI missing, its name taken, the cluster full (no room for objects,
-# or the VDI count at its maximum), a VM holding its lock, a read-only
-# (snapshot) object.
-_ERRORS = (
-    (('no vdi found', 'failed to find requested tag'), exceptions.NotFound),
-    (('exists already',), exceptions.Duplicate),
-    (('no space', 'maximum number of vdis reached'), exceptions.StorageFull),
-    (('vdi is already locked',), exceptions.InUseByStore),
-    (('object is read-only',), exceptions.Forbidden),
-)
-
-
 def error_for(action, name, returncode, stderr):
     """Map a failed CLI call to the glance_store exception it means.
 
-    ``dog`` prints sheep's description of the result (sd_strerror in
-    sheepdog's include/sheep.h); the same codes map as in the native
-    client (native.connection.error_for). Anything else is a
-    BackendException quoting what ``dog`` said.
+    ``dog`` prints sheep's text of the result (sd_strerror in
+    sheepdog's include/sheep.h) after its own words: the result code
+    whose text it holds maps through the table both clients share
+    (``results``). Anything else is a BackendException quoting what
+    ``dog`` said.
     """
     text = encodeutils.safe_decode(stderr or b'', errors='replace').strip()
-    lowered = text.lower()
     message = ('sheepdog `vdi %s` of %s failed (exit %s): %s'
                % (action, name, returncode, text or 'no message'))
-    for phrases, exception in _ERRORS:
-        if any(phrase in lowered for phrase in phrases):
-            return exception(message=message)
-    return exceptions.BackendException(message)
+    return results.exception_class(results.code_in(text))(message)
 
 
 def _argv_item(item):

@@ -124,7 +124,7 @@ class NativeClient(client.Client):
             raise client.ClientError(
                 'sheepdog_store_client = native cannot use the sheep at '
                 '%s: %s' % (where, exc))
-        except (exceptions.BackendException, proto.ProtocolError) as exc:
+        except exceptions.BackendException as exc:
             raise client.ClientError(
                 'sheepdog_store_client = native cannot use the sheep at '
                 '%s: %s; %s' % (where, exc, connection.WAY_OUT))
@@ -139,9 +139,6 @@ class NativeClient(client.Client):
                 # A half-deleted image has no size worth reporting.
                 vdi_ops.check_readable(session, name, found)
             return found
-        except proto.ProtocolError as exc:
-            raise exceptions.BackendException(
-                'looking up sheepdog image %s failed: %s' % (name, exc))
         finally:
             session.close()
 
@@ -180,10 +177,6 @@ class NativeClient(client.Client):
         try:
             return [(image.name, image.size)
                     for image in listing.images(session)]
-        except proto.ProtocolError as exc:
-            raise exceptions.BackendException(
-                'listing the sheepdog images at %s failed: %s'
-                % (session.where(), exc))
         finally:
             session.close()
 
@@ -191,8 +184,5 @@ class NativeClient(client.Client):
         session = self._session(address, port, name)
         try:
             vdi_ops.delete(session, name)
-        except proto.ProtocolError as exc:
-            raise exceptions.BackendException(
-                'deleting sheepdog image %s failed: %s' % (name, exc))
         finally:
             session.close()

@@ -41,6 +41,7 @@ from oslo_utils import timeutils
 
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep.native import proto
+from glance_store_fastsheep import results
 
 LOG = logging.getLogger(__name__)
 
@@ -79,29 +80,21 @@ class Stalled(ConnectionLost):
 def error_for(result, where, what, name):
     """The glance_store exception for a final result code.
 
-    What glance makes of each: Duplicate (409 on upload), NotFound,
-    StorageFull (413), InUseByStore (409 on delete: a VM holds the
-    VDI's lock) and Forbidden (a read-only object: a snapshot's). Any
-    other result is a BackendException naming sheep's code and the node.
-    dog.command.error_for maps ``dog``'s messages for the same codes.
+    The class is the shared table's (``results.exception_class``), as
+    for what ``dog`` prints (dog.command.error_for); the message names
+    sheep's code and the node.
     """
-    text = proto.result_text(result)
-    if result == proto.VDI_EXIST:
-        return exceptions.Duplicate(
-            message='sheepdog image %s already exists (%s answered %s)'
-            % (name, where, text))
-    if result in (proto.NO_VDI, proto.NO_TAG):
-        return exceptions.NotFound(
-            message='sheepdog image %s not found by %s: %s'
-            % (name, where, text))
-    message = '%s answered %s to %s' % (where, text, what)
-    if result in (proto.NO_SPACE, proto.FULL_VDI):
-        return exceptions.StorageFull(message=message)
-    if result == proto.VDI_LOCKED:
-        return exceptions.InUseByStore(message=message)
-    if result == proto.READONLY:
-        return exceptions.Forbidden(message=message)
-    return exceptions.BackendException(message)
+    text = results.result_text(result)
+    kind = results.exception_class(result)
+    if kind is exceptions.Duplicate:
+        message = ('sheepdog image %s already exists (%s answered %s)'
+                   % (name, where, text))
+    elif kind is exceptions.NotFound:
+        message = ('sheepdog image %s not found by %s: %s'
+                   % (name, where, text))
+    else:
+        message = '%s answered %s to %s' % (where, text, what)
+    return kind(message)
 
 
 class Request(object):

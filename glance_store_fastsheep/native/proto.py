@@ -29,6 +29,10 @@ be looked up in sheepdog's documentation and logs.
 import collections
 import struct
 
+from glance_store import exceptions
+
+from glance_store_fastsheep import results
+
 PROTO_VER = 0x02
 HEADER_SIZE = 48
 
@@ -169,59 +173,24 @@ assert _REQ_VDI.size == HEADER_SIZE
 assert _RSP.size == HEADER_SIZE
 assert _REQ_CLUSTER.size == HEADER_SIZE
 
-# Public result codes (0x00-0x1D) and the sheep-internal ones (0x81 on)
-# that a gateway can hand a client: sheepdog's name and description.
-RESULTS = {
-    0x00: ('SD_RES_SUCCESS', 'Success'),
-    0x01: ('SD_RES_UNKNOWN', 'Unknown error'),
-    0x02: ('SD_RES_NO_OBJ', 'No object found'),
-    0x03: ('SD_RES_EIO', 'I/O error'),
-    0x04: ('SD_RES_VDI_EXIST', 'VDI exists already'),
-    0x05: ('SD_RES_INVALID_PARMS', 'Invalid parameters'),
-    0x06: ('SD_RES_SYSTEM_ERROR', 'System error'),
-    0x07: ('SD_RES_VDI_LOCKED', 'VDI is locked'),
-    0x08: ('SD_RES_NO_VDI', 'No VDI found'),
-    0x09: ('SD_RES_NO_BASE_VDI', 'No base VDI found'),
-    0x0A: ('SD_RES_VDI_READ', 'Cannot read requested VDI'),
-    0x0B: ('SD_RES_VDI_WRITE', 'Cannot write requested VDI'),
-    0x0C: ('SD_RES_BASE_VDI_READ', 'Cannot read base VDI'),
-    0x0D: ('SD_RES_BASE_VDI_WRITE', 'Cannot write base VDI'),
-    0x0E: ('SD_RES_NO_TAG', 'Requested tag is not found'),
-    0x0F: ('SD_RES_STARTUP', 'Sheepdog is starting up'),
-    0x10: ('SD_RES_VDI_NOT_LOCKED', 'VDI is not locked'),
-    0x11: ('SD_RES_SHUTDOWN', 'Sheepdog is shutting down'),
-    0x12: ('SD_RES_NO_MEM', 'Cannot allocate memory'),
-    0x13: ('SD_RES_FULL_VDI', 'Maximum number of VDIs reached'),
-    0x14: ('SD_RES_VER_MISMATCH', 'Protocol version mismatch'),
-    0x15: ('SD_RES_NO_SPACE', 'Server has no room for new objects'),
-    0x16: ('SD_RES_WAIT_FOR_FORMAT', 'Waiting for a format operation'),
-    0x17: ('SD_RES_WAIT_FOR_JOIN', 'Waiting for other nodes to join'),
-    0x18: ('SD_RES_JOIN_FAILED', 'Node failed to join the cluster'),
-    0x19: ('SD_RES_HALT', 'Sheepdog stopped doing I/O'),
-    0x1A: ('SD_RES_READONLY', 'Object is read-only'),
-    0x1D: ('SD_RES_INODE_INVALIDATED', 'Inode object is invalidated'),
-    0x81: ('SD_RES_OLD_NODE_VER', 'Request has an old epoch'),
-    0x82: ('SD_RES_NEW_NODE_VER', 'Request has a new epoch'),
-    0x83: ('SD_RES_NOT_FORMATTED', 'Cluster has not been formatted'),
-    0x86: ('SD_RES_NETWORK_ERROR', 'Network error between sheep'),
-    0x8C: ('SD_RES_NODE_IN_RECOVERY', 'Targeted node is in recovery'),
-    0x8D: ('SD_RES_KILLED', 'Node is killed'),
-    0x8F: ('SD_RES_AGAIN', 'Ask to try again'),
-}
-
-SUCCESS = 0x00
-NO_OBJ = 0x02
-VDI_EXIST = 0x04
-INVALID_PARMS = 0x05
-VDI_LOCKED = 0x07
-NO_VDI = 0x08
-NO_TAG = 0x0E
-FULL_VDI = 0x13
-VER_MISMATCH = 0x14
-NO_SPACE = 0x15
-READONLY = 0x1A
-WAIT_FOR_FORMAT = 0x16
-NOT_FORMATTED = 0x83
+# Sheep's result codes are the shared results module's, where both
+# clients map them to glance_store exceptions; the protocol's users
+# name them here.
+RESULTS = results.RESULTS
+SUCCESS = results.SUCCESS
+NO_OBJ = results.NO_OBJ
+VDI_EXIST = results.VDI_EXIST
+INVALID_PARMS = results.INVALID_PARMS
+VDI_LOCKED = results.VDI_LOCKED
+NO_VDI = results.NO_VDI
+NO_TAG = results.NO_TAG
+FULL_VDI = results.FULL_VDI
+VER_MISMATCH = results.VER_MISMATCH
+NO_SPACE = results.NO_SPACE
+READONLY = results.READONLY
+WAIT_FOR_FORMAT = results.WAIT_FOR_FORMAT
+NOT_FORMATTED = results.NOT_FORMATTED
+result_text = results.result_text
 
 # The results a sheep gateway itself retries a request on (sheep's
 # gateway_op_done: a membership change, a peer lost, a node not ready
@@ -231,8 +200,12 @@ RETRYABLE = frozenset([0x0F, 0x16, 0x17, 0x81, 0x82, 0x86, 0x8C, 0x8D,
                        0x8F])
 
 
-class ProtocolError(Exception):
-    """Sheep sent something the protocol does not allow."""
+class ProtocolError(exceptions.BackendException):
+    """Sheep sent something the protocol does not allow.
+
+    A BackendException, as glance sees any fault of the cluster: it
+    passes through the clients to the store unchanged.
+    """
 
 
 # Every number a sheep answers is checked against sheepdog's own limits
@@ -342,14 +315,6 @@ def check_inode_read(oid, offset, data):
                  entries.index(top))
         check_vid(top, 'an inode (VDI 0x%x) whose data_vdi_id entry %d '
                   'names VDI' % (vid, index))
-
-
-def result_text(code):
-    """'SD_RES_NAME (description)' of a result code, or 'unknown 0xNN'."""
-    known = RESULTS.get(code)
-    if known is None:
-        return 'unknown result 0x%02x' % code
-    return '%s (%s)' % known
 
 
 def _oid_part(value, limit, what):

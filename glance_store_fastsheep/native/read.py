@@ -223,10 +223,6 @@ def read_range(settings, address, port, name, offset, length, snapid=0,
                 'read of sheepdog image %s failed after %d of %d bytes: %s'
                 % (name, read.delivered, length, exc))
         raise
-    except proto.ProtocolError as exc:
-        raise exceptions.BackendException(
-            'read of sheepdog image %s failed after %d of %d bytes: %s'
-            % (name, read.delivered, length, exc))
     finally:
         if transfer is not None:
             transfer.failovers = session.failovers

@@ -498,8 +498,7 @@ def remove_markers(session, name):
         for _attempt in range(REMOVAL_TRIES):
             try:
                 failure = _remove_marker(session, name, key)
-            except (exceptions.BackendException,
-                    proto.ProtocolError) as exc:
+            except exceptions.BackendException as exc:
                 failure = exc
             if failure is None:
                 break
@@ -703,9 +702,5 @@ def unowned_objects(settings, address, port, name, length):
         table = Table(session, vdi.vid, last)
         return [index for index in range(last + 1)
                 if table.owner(index) != vdi.vid]
-    except proto.ProtocolError as exc:
-        raise exceptions.BackendException(
-            'reading the object table of sheepdog image %s failed: %s'
-            % (name, exc))
     finally:
         session.close()

@@ -874,13 +874,12 @@ def write_image(settings, name, source, digest, image_size, transfer=None):
         session.cluster.membership.parking.settle(writer.vdi.vid, name,
                                                   wait=False)
         return written
-    except proto.ProtocolError as exc:
+    except proto.ProtocolError:
         # A garbled stream: its answers can no longer be read.
-        writer.abandoned = bool(session.outstanding)
-        session.close(park=False)
-        writer.clean_up()
-        raise exceptions.BackendException(
-            'upload of sheepdog image %s failed: %s' % (name, exc))
+        with excutils.save_and_reraise_exception():
+            writer.abandoned = bool(session.outstanding)
+            session.close(park=False)
+            writer.clean_up()
     except BaseException:
         with excutils.save_and_reraise_exception():
             # Every error, sheep's final results included: what is in
