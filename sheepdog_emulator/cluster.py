@@ -33,6 +33,8 @@ wrapper scripts by ``install_wrappers``)::
 import os
 import time
 
+from sheepdog_emulator import codec
+
 DEFAULT_ADDR = '127.0.0.1'
 DEFAULT_PORT = 7000
 DEFAULT_SHIFT = 22  # 4 MiB objects
@@ -74,16 +76,6 @@ KNOB_DEFAULTS = {
 }
 
 
-try:
-    _unichr = unichr  # noqa: F821 (Python 2.7)
-except NameError:
-    _unichr = chr
-
-
-def _encode(text):
-    return text.encode('utf-8', 'surrogateescape')
-
-
 def fnv1a64(data):
     hval = 0xcbf29ce484222325
     for byte in bytearray(data):
@@ -98,7 +90,7 @@ _SAFE = frozenset('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 
 def encode_name(name):
     """A file name for a VDI name: reversible, no '/', never hidden."""
-    raw = _encode(name)
+    raw = codec.encode(name)
     parts = []
     for byte in bytearray(raw):
         char = chr(byte)
@@ -123,130 +115,6 @@ def cluster_dir(root, addr, port):
     return os.path.join(root, addr_to_str(addr, int(port)))
 
 
-_JSON_CONST = {'true': True, 'false': False, 'null': None}
-_JSON_ESC = {'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f',
-             'n': '\n', 'r': '\r', 't': '\t'}
-_JSON_NUM = frozenset('+-0123456789.eE')
-
-
-def _parse_json(text):
-    """A small JSON reader for the emulator's own files.
-
-    ``import json`` pulls in ``re`` and compiles the decoder's patterns,
-    which every ``dog`` call would pay: measured side by side, whole
-    ``vdi list`` calls took longer with ``json.loads`` (the figures are in
-    doc/source/emulator.rst, "The emulator's JSON reader"). The files
-    are the emulator's own and tiny, so a plain recursive reader does.
-    """
-    pos = [0]
-
-    def skip():
-        while pos[0] < len(text) and text[pos[0]] in ' \t\r\n':
-            pos[0] += 1
-
-    def value():
-        skip()
-        char = text[pos[0]]
-        if char == '{':
-            pos[0] += 1
-            obj = {}
-            skip()
-            if text[pos[0]] == '}':
-                pos[0] += 1
-                return obj
-            while True:
-                skip()
-                key = value()
-                skip()
-                if text[pos[0]] != ':':
-                    raise ValueError('expected : at %d' % pos[0])
-                pos[0] += 1
-                obj[key] = value()
-                skip()
-                pos[0] += 1
-                if text[pos[0] - 1] == '}':
-                    return obj
-                if text[pos[0] - 1] != ',':
-                    raise ValueError('expected , at %d' % pos[0])
-        if char == '[':
-            pos[0] += 1
-            items = []
-            skip()
-            if text[pos[0]] == ']':
-                pos[0] += 1
-                return items
-            while True:
-                items.append(value())
-                skip()
-                pos[0] += 1
-                if text[pos[0] - 1] == ']':
-                    return items
-                if text[pos[0] - 1] != ',':
-                    raise ValueError('expected , at %d' % pos[0])
-        if char == '"':
-            pos[0] += 1
-            parts = []
-            while True:
-                char = text[pos[0]]
-                pos[0] += 1
-                if char == '"':
-                    return ''.join(parts)
-                if char == '\\':
-                    esc = text[pos[0]]
-                    pos[0] += 1
-                    if esc == 'u':
-                        parts.append(_unichr(int(text[pos[0]:pos[0] + 4],
-                                                 16)))
-                        pos[0] += 4
-                    else:
-                        parts.append(_JSON_ESC[esc])
-                else:
-                    parts.append(char)
-        for word, const in _JSON_CONST.items():
-            if text.startswith(word, pos[0]):
-                pos[0] += len(word)
-                return const
-        start = pos[0]
-        while pos[0] < len(text) and text[pos[0]] in _JSON_NUM:
-            pos[0] += 1
-        number = text[start:pos[0]]
-        if not number:
-            raise ValueError('unexpected %r at %d' % (char, start))
-        if '.' in number or 'e' in number or 'E' in number:
-            return float(number)
-        return int(number)
-
-    result = value()
-    skip()
-    if pos[0] != len(text):
-        raise ValueError('trailing data at %d' % pos[0])
-    return result
-
-
-def _read_json(path, default=None):
-    try:
-        with open(path, 'rb') as src:
-            data = src.read()
-    except (IOError, OSError):
-        return default
-    text = data.decode('utf-8')
-    if not text.strip():
-        return default
-    try:
-        return _parse_json(text)
-    except (ValueError, IndexError, KeyError):
-        import json  # unusual content: let the real parser judge it
-        return json.loads(text)
-
-
-def _write_json(path, obj):
-    import json
-    tmp = '%s.tmp-%d' % (path, os.getpid())
-    with open(tmp, 'w') as dst:
-        json.dump(obj, dst, sort_keys=True)
-    os.rename(tmp, path)
-
-
 class Cluster(object):
     """One emulated cluster: the directory of one addr:port."""
 
@@ -262,7 +130,7 @@ class Cluster(object):
             not os.path.exists(os.path.join(self.path, 'DOWN'))
 
     def info(self):
-        info = _read_json(os.path.join(self.path, 'cluster.json'), {})
+        info = codec.read_json(os.path.join(self.path, 'cluster.json'), {})
         info.setdefault('ctime', int(os.stat(self.path).st_mtime))
         info.setdefault('copies', 1)
         info.setdefault('block_size_shift', DEFAULT_SHIFT)
@@ -279,9 +147,9 @@ class Cluster(object):
         return os.path.join(self.path, 'meta', encode_name(name))
 
     def meta(self, name):
-        meta = _read_json(self.meta_path(name), None) or {}
+        meta = codec.read_json(self.meta_path(name), None) or {}
         meta.setdefault('name', name)
-        meta.setdefault('vid', fnv1a64(_encode(name)) & (SD_NR_VDIS - 1))
+        meta.setdefault('vid', fnv1a64(codec.encode(name)) & (SD_NR_VDIS - 1))
         meta.setdefault('ctime', 0)
         meta.setdefault('copies', '1')
         meta.setdefault('block_size_shift', DEFAULT_SHIFT)
@@ -309,7 +177,8 @@ class Cluster(object):
         for entry in entries:
             if '.tmp-' in entry:
                 continue
-            meta = _read_json(os.path.join(self.path, 'meta', entry), None)
+            meta = codec.read_json(
+                os.path.join(self.path, 'meta', entry), None)
             if meta and os.path.exists(self.data_path(meta['name'])):
                 names.append(meta['name'])
         return names
@@ -320,10 +189,10 @@ class Cluster(object):
         if os.path.exists(data):
             return False
         used = set(self.meta(n)['vid'] for n in self.names())
-        vid = fnv1a64(_encode(name)) & (SD_NR_VDIS - 1)
+        vid = fnv1a64(codec.encode(name)) & (SD_NR_VDIS - 1)
         while vid in used:
             vid = (vid + 1) & (SD_NR_VDIS - 1)
-        _write_json(self.meta_path(name), {
+        codec.write_json(self.meta_path(name), {
             'name': name, 'vid': vid, 'ctime': int(time.time()),
             'copies': copies, 'block_size_shift': shift, 'tag': '',
             'prealloc': bool(prealloc)})
@@ -390,7 +259,8 @@ def used_bytes(path, size, shift, prealloc):
 
 # -- knobs -----------------------------------------------------------------
 
-def _coerce(kind, value):
+def coerce_knob(kind, value):
+    """A knob's value, from JSON or the environment, as its kind."""
     if kind is list:
         if isinstance(value, str):
             return [v.strip() for v in value.split(',') if v.strip()]
@@ -403,7 +273,7 @@ def _coerce(kind, value):
 def load_knobs(cluster):
     knobs = {}
     if cluster.path:
-        knobs = _read_json(os.path.join(cluster.path, 'knobs.json'), {})
+        knobs = codec.read_json(os.path.join(cluster.path, 'knobs.json'), {})
     for name, kind in KNOBS.items():
         env = os.environ.get('SHEEPDOG_EMULATOR_' + name.upper())
         if env is not None:
@@ -411,5 +281,5 @@ def load_knobs(cluster):
     result = dict(KNOB_DEFAULTS)
     for name, value in knobs.items():
         if name in KNOBS:
-            result[name] = _coerce(KNOBS[name], value)
+            result[name] = coerce_knob(KNOBS[name], value)
     return result

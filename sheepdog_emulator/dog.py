@@ -39,11 +39,11 @@ import os
 import sys
 import time
 
-from sheepdog_emulator.cluster import _encode
 from sheepdog_emulator.cluster import Cluster
 from sheepdog_emulator.cluster import DEFAULT_ADDR
 from sheepdog_emulator.cluster import DEFAULT_PORT
 from sheepdog_emulator.cluster import load_knobs
+from sheepdog_emulator import codec
 from sheepdog_emulator import transfer
 from sheepdog_emulator import vdi
 from sheepdog_emulator.vdi import err
@@ -312,8 +312,8 @@ COMMANDS = (
 def _log_call(root, argv):
     if not root or not os.path.isdir(root):
         return
-    line = _encode(repr([os.path.basename(argv[0])] + list(argv[1:])) +
-                   '\n')
+    line = codec.encode(
+        repr([os.path.basename(argv[0])] + list(argv[1:])) + '\n')
     fd = os.open(os.path.join(root, 'calls.log'),
                  os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:

@@ -25,15 +25,15 @@ import subprocess
 import sys
 import time
 
-from sheepdog_emulator.cluster import _coerce
-from sheepdog_emulator.cluster import _write_json
 # Part of this module's API: fixtures and the bench look at VDIs with it.
 from sheepdog_emulator.cluster import Cluster  # noqa: F401
 from sheepdog_emulator.cluster import cluster_dir
+from sheepdog_emulator.cluster import coerce_knob
 from sheepdog_emulator.cluster import DEFAULT_ADDR
 from sheepdog_emulator.cluster import DEFAULT_PORT
 from sheepdog_emulator.cluster import DEFAULT_SHIFT
 from sheepdog_emulator.cluster import KNOBS
+from sheepdog_emulator import codec
 
 PYTHON_ENV = 'SHEEPDOG_EMULATOR_PYTHON'
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -52,7 +52,7 @@ def init_cluster(root, addr=DEFAULT_ADDR, port=DEFAULT_PORT, copies=1):
             os.makedirs(os.path.join(path, sub))
     info_path = os.path.join(path, 'cluster.json')
     if not os.path.exists(info_path):
-        _write_json(info_path, {
+        codec.write_json(info_path, {
             'ctime': int(time.time()), 'copies': copies,
             'block_size_shift': DEFAULT_SHIFT})
     set_down(root, addr, port, False)
@@ -75,8 +75,8 @@ def write_knobs(root, addr, port, knobs):
     if unknown:
         raise ValueError('unknown knob(s): %s' % ', '.join(sorted(unknown)))
     clean = dict((k, v) for k, v in knobs.items() if v is not None)
-    _write_json(os.path.join(cluster_dir(root, addr, port), 'knobs.json'),
-                clean)
+    codec.write_json(
+        os.path.join(cluster_dir(root, addr, port), 'knobs.json'), clean)
     return clean
 
 
@@ -201,7 +201,7 @@ def admin_main(argv):
             if name not in KNOBS:
                 parser.error('unknown knob %s (known: %s)'
                              % (name, ', '.join(sorted(KNOBS))))
-            values[name] = _coerce(KNOBS[name], value)
+            values[name] = coerce_knob(KNOBS[name], value)
         write_knobs(args.root, args.address, args.port, values)
     elif args.action == 'calls':
         for call in read_call_log(args.root):

@@ -23,10 +23,10 @@ once per call); sheepdog_emulator.transfer builds ``vdi read`` and
 import os
 import time
 
-from sheepdog_emulator.cluster import _encode
 from sheepdog_emulator.cluster import DEFAULT_SHIFT
 from sheepdog_emulator.cluster import SD_MAX_VDI_LEN
 from sheepdog_emulator.cluster import used_bytes
+from sheepdog_emulator import codec
 
 OLD_MAX_DATA_OBJS = 1 << 20
 MAX_DATA_OBJS = 1 << 32
@@ -50,11 +50,11 @@ class Exit(Exception):
 
 
 def err(msg):
-    os.write(2, _encode(msg + '\n'))
+    os.write(2, codec.encode(msg + '\n'))
 
 
 def out(text):
-    data = _encode(text)
+    data = codec.encode(text)
     while data:
         done = os.write(1, data)
         data = data[done:]
@@ -107,7 +107,7 @@ def strnumber(size, raw):
 
 def vdi_name(text):
     """sheepdog copies names into a 256-byte field: 255 bytes survive."""
-    raw = _encode(text)[:SD_MAX_VDI_LEN - 1]
+    raw = codec.encode(text)[:SD_MAX_VDI_LEN - 1]
     return raw.decode('utf-8', 'surrogateescape')
 
 

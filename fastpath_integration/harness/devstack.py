@@ -85,7 +85,7 @@ def write_ini(path, settings):
 # local cluster on the machine (a concurrent ``tox -e real``, the
 # harness's own) is disturbed, nor disturbs it. The sheep stay in the
 # namespace after this command returns.
-_PRIVATE_LOCKS = [
+PRIVATE_LOCKS = [
     'unshare', '--mount', '--propagation', 'private', 'sh', '-c',
     'mkdir -p {0} && mount -t tmpfs sheepdog-locks {0} && exec "$@"'.format(
         sheepdog_cluster.LOCK_DIR), 'private-locks']
@@ -142,7 +142,7 @@ class DevstackCluster(fixtures.Fixture):
         self.isolated = os.geteuid() == 0
         run('start_fastpath_cluster', [], env=self.env, log=self.log,
             lib=LIB_SHEEPDOG,
-            prefix=_PRIVATE_LOCKS if self.isolated else ())
+            prefix=PRIVATE_LOCKS if self.isolated else ())
         for pidfile in glob.glob(os.path.join(base, 'services', '*.pid')):
             with open(pidfile) as f:
                 self.pids.append(int(f.read()))

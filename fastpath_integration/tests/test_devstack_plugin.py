@@ -145,7 +145,7 @@ class PluginPhasesTestCase(testtools.TestCase):
             self.assertEqual(prefix, f.read().strip())
 
         out = self.phase(services, 'stack', 'post-config',
-                         prefix=devstack._PRIVATE_LOCKS
+                         prefix=devstack.PRIVATE_LOCKS
                          if os.geteuid() == 0 else ())
         self.assertEqual(0, out.returncode, out.stderr[-3000:])
         pids = []

@@ -26,6 +26,7 @@ from oslotest import base
 
 from glance_store_fastsheep.tests import emulator_fixture
 from sheepdog_emulator import cluster
+from sheepdog_emulator import codec
 from sheepdog_emulator import emulator
 
 MIB = 1 << 20
@@ -703,7 +704,7 @@ class TestSetUp(base.BaseTestCase):
                                'f': [[], {}]}):
             for text in (json.dumps(value), json.dumps(value, indent=2),
                          json.dumps(value, ensure_ascii=False)):
-                self.assertEqual(value, cluster._parse_json(text))
+                self.assertEqual(value, codec.parse_json(text))
         for bad in ('{', '{"a" 1}', '[1 2]', 'tru', '{"a": 1} x'):
             self.assertRaises((ValueError, IndexError, KeyError),
-                              cluster._parse_json, bad)
+                              codec.parse_json, bad)
