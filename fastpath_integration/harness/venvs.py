@@ -31,6 +31,15 @@ TOOLS_DIR = os.path.join(
 REQUIREMENTS_DIR = os.path.join(TOOLS_DIR, 'integration', 'requirements')
 PIKE_CONSTRAINTS = os.path.join(TOOLS_DIR, 'pike-constraints.txt')
 PIKE_PREFIX = 'pike27-'
+PATCHES_DIR = os.path.join(os.path.dirname(TOOLS_DIR), 'patches')
+# The quilt series of patches/ a venv gets on top of what pip installs
+# (into its site-packages, before it is marked complete): the glance
+# bugs tempest's image tests found on a line. The series are part of
+# the cache key, so a changed patch builds a new venv.
+SERIES = {
+    'openstack-2023.1': ('lines/glance-2023.1',),
+    'openstack-2026.1': ('lines/glance-2026.1',),
+}
 
 # Bump to rebuild every cached venv when the recipe below changes.
 RECIPE_VERSION = '1'
@@ -94,10 +103,21 @@ def _named_files(requirements):
     return named
 
 
+def series_files(series):
+    """The ``series`` file of patches/SERIES and the patches it lists."""
+    directory = os.path.join(PATCHES_DIR, series)
+    with open(os.path.join(directory, 'series')) as f:
+        names = [line.split('#')[0].strip() for line in f]
+    return [os.path.join(directory, 'series')] + [
+        os.path.join(directory, name) for name in names if name]
+
+
 def venv_key(service):
     digest = hashlib.sha256()
+    patches = [name for series in SERIES.get(service, ())
+               for name in series_files(series)]
     for name in [requirements_file(service)] + _named_files(
-            requirements_file(service)):
+            requirements_file(service)) + patches:
         with open(name, 'rb') as f:
             digest.update(f.read())
     if is_pike(service):
@@ -150,6 +170,30 @@ def _run(cmd, log):
                    env=env)
 
 
+def base_python():
+    """The interpreter this one was made from, outside any venv.
+
+    A venv made from tox's venv would point its ``home`` at tox's env
+    and break when that env is recreated or its worktree removed.
+    """
+    candidate = os.path.join(sys.base_prefix, 'bin',
+                             'python%d.%d' % sys.version_info[:2])
+    return candidate if os.path.exists(candidate) else sys.executable
+
+
+def apply_series(venv, series, log):
+    """``patch -p1 --fuzz=0`` each patch of a series into site-packages.
+
+    The series are made against the released sdists; the wheels pip
+    installs hold the same files at the same paths under site-packages
+    (tests included), so they apply there as to the unpacked sdist.
+    """
+    site = glob.glob(os.path.join(venv, 'lib', 'python*', 'site-packages'))
+    for patch in series_files(series)[1:]:
+        _run(['patch', '-p1', '--fuzz=0', '--forward', '--batch',
+              '-d', site[0], '-i', patch], log)
+
+
 def ensure_venv(service, python=None):
     """Return the venv for ``service``, building it if the cache misses.
 
@@ -159,7 +203,10 @@ def ensure_venv(service, python=None):
     path = venv_path(service)
     marker = os.path.join(path, '.fastpath-complete')
     with _locked(path):
-        if os.path.exists(marker):
+        # A marker without a working interpreter (its base removed) is
+        # built again.
+        if os.path.exists(marker) and os.path.exists(
+                os.path.join(path, 'bin', 'python')):
             LOG.info('%s venv: cached at %s', service, path)
             return path
         shutil.rmtree(path, ignore_errors=True)
@@ -173,11 +220,13 @@ def ensure_venv(service, python=None):
                     _run([sys.executable, '-m', 'virtualenv', '-q', '-p',
                           python or python27(), path], log)
                 else:
-                    _run([python or sys.executable, '-m', 'venv', path], log)
+                    _run([python or base_python(), '-m', 'venv', path], log)
                     _run([pip, 'install', '-q', '-U', 'pip', 'setuptools',
                           'wheel'], log)
                 _run([pip, 'install', '-q', '-r',
                       requirements_file(service)], log)
+                for series in SERIES.get(service, ()):
+                    apply_series(path, series, log)
             except subprocess.CalledProcessError:
                 LOG.error('%s venv build failed; see %s', service, logfile)
                 raise
