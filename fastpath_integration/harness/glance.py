@@ -211,9 +211,12 @@ class Glance(fixtures.Fixture):
         for section, option, value in settings:
             devstack.run('iniset', [self.conf, section, option, value],
                          log=log)
-        if self.keystone is not None:
+        if self.keystone is not None and not any(
+                option[:2] == ('oslo_policy', 'enforce_new_defaults')
+                for option in self.settings):
             # The release's own policy defaults, which its tempest
-            # expects (the new ones from 2023.2 on).
+            # expects (the new ones from 2023.2 on), unless the caller
+            # sets them (tempest.LINES, for 2023.1's tempest).
             devstack.run('inidelete', [self.conf, 'oslo_policy',
                                        'enforce_new_defaults'], log=log)
         for section, option, value in (

@@ -58,15 +58,26 @@ LOG = logging.getLogger('fastpath_integration')
 
 # Per line: the venv of its services and of its tempest (both with the
 # line's upper-constraints, tools/integration/requirements/), the
-# interpreter the line is tested on. The services venv carries the
-# line's glance patch series (patches/lines/glance-LINE, venvs.SERIES).
+# interpreter the line is tested on, and (``glance``) the glance-api.conf
+# settings the line's tempest needs beyond the deployment's own. The
+# services venv carries the line's glance patch series
+# (patches/lines/glance-LINE, venvs.SERIES).
 LINES = {
     # glance_store 4.3.3, the last multi-store without
     # [backend_defaults].
     '2023.1': {'services': 'openstack-2023.1',
-               'tempest': 'tempest-2023.1', 'python': (3, 10)},
+               'tempest': 'tempest-2023.1', 'python': (3, 10),
+               # glance 26 turns oslo.policy's new defaults on; tempest
+               # 34.2.0 expects the deprecated ones: its
+               # test_delete_locations removes an http location (no
+               # store involved) as a project member, which the new
+               # default (delete_image_location: role:admin) refuses
+               # and the deprecated one (rule:default) allows.
+               'glance': [('oslo_policy', 'enforce_new_defaults', 'false'),
+                          ('oslo_policy', 'enforce_scope', 'false')]},
     '2026.1': {'services': 'openstack-2026.1',
-               'tempest': 'tempest-2026.1', 'python': (3, 13)},
+               'tempest': 'tempest-2026.1', 'python': (3, 13),
+               'glance': []},
 }
 DEFAULT_REGEX = r'^tempest\.api\.image\.v2'
 SECOND_BACKEND = 'fastsheep2'
@@ -178,7 +189,7 @@ class Deployment(fixtures.Fixture):
                 (glance.BACKEND, 'weight', '30'),
                 (SECOND_BACKEND, 'weight', '20'),
                 ('fs', 'weight', '10'),
-            ]))
+            ] + LINES[self.line]['glance']))
         # The metadata definitions glance ships, as devstack loads them:
         # tempest's metadefs tests use its resource types.
         venv = venvs.ensure_venv(services)

@@ -107,6 +107,10 @@ class LineSeriesTestCase(testtools.TestCase):
                 for path in venvs.series_files(name):
                     self.assertTrue(os.path.isfile(path), path)
 
+    def test_2023_1_runs_glance_on_the_deprecated_policy_defaults(self):
+        self.assertIn(('oslo_policy', 'enforce_new_defaults', 'false'),
+                      tempest.LINES['2023.1']['glance'])
+
 
 class StoresDetailTestCase(testtools.TestCase):
 
