@@ -74,10 +74,21 @@ LINES = {
                # default (delete_image_location: role:admin) refuses
                # and the deprecated one (rule:default) allows.
                'glance': [('oslo_policy', 'enforce_new_defaults', 'false'),
-                          ('oslo_policy', 'enforce_scope', 'false')]},
+                          ('oslo_policy', 'enforce_scope', 'false')],
+               # Tests not run on this line, each with why and the env
+               # that runs it (passed to ``tempest run --exclude-regex``).
+               'exclude': [
+                   (r'test_image_caching\.ImageCachingTest\.'
+                    r'test_image_caching_cycle',
+                    "tempest 34.2.0 asserts an image it has just queued "
+                    "for the cache is still queued, while glance 26's "
+                    "cache worker caches it at once (41 ms in one run "
+                    "in four here); tempest 46.2.0 dropped that "
+                    "assertion, and tox -e tempest-2026.1 runs the "
+                    "test")]},
     '2026.1': {'services': 'openstack-2026.1',
                'tempest': 'tempest-2026.1', 'python': (3, 13),
-               'glance': []},
+               'glance': [], 'exclude': []},
 }
 DEFAULT_REGEX = r'^tempest\.api\.image\.v2'
 SECOND_BACKEND = 'fastsheep2'
@@ -329,6 +340,18 @@ def report(results, wall):
     return '\n'.join(lines)
 
 
+def excluded(line):
+    """``tempest run`` arguments leaving out line's excluded tests."""
+    patterns = [pattern for pattern, _why in LINES[line]['exclude']]
+    return ['--exclude-regex', '|'.join(patterns)] if patterns else []
+
+
+def report_excluded(line):
+    return '\n'.join('not run on %s (the harness says): %s: %s'
+                     % (line, pattern, why)
+                     for pattern, why in LINES[line]['exclude'])
+
+
 def run_tempest(deployment, workspace, regex, concurrency):
     """``tempest run`` from the line's tempest venv: (rc, results)."""
     venv = venvs.ensure_venv(LINES[deployment.line]['tempest'])
@@ -343,7 +366,7 @@ def run_tempest(deployment, workspace, regex, concurrency):
     with open(log, 'wb') as out:
         proc = subprocess.Popen(
             [tempest, 'run', '--config-file', conf, '--regex', regex,
-             '--concurrency', str(concurrency)],
+             '--concurrency', str(concurrency)] + excluded(deployment.line),
             cwd=workspace, env=env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT)
         for chunk in iter(lambda: proc.stdout.readline(), b''):
@@ -389,6 +412,8 @@ def main(argv=None):
         rc, results, wall = run_tempest(deployment, workspace, args.regex,
                                         args.concurrency)
         print('\n' + report(results, wall), flush=True)
+        if LINES[args.line]['exclude']:
+            print(report_excluded(args.line), flush=True)
         try:
             print(check_stores_detail(deployment), flush=True)
         except Exception:
