@@ -29,7 +29,7 @@ from fastpath_integration.bench import report
 from fastpath_integration.bench import runner
 
 SECTIONS = ('sheepdog', 'readahead', 'metriccache', 'fnmatch', 'services',
-            'real', 'concurrent', 'failover', 'faults')
+            'real', 'concurrent', 'failover', 'faults', 'api26')
 
 
 def main(argv=None):

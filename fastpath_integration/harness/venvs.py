@@ -65,26 +65,36 @@ def is_pike(service):
 def python27():
     """The CPython 2.7 interpreter Pike venvs are made from.
 
-    ``FASTPATH_PYTHON27`` if set; else pyenv's newest 2.7 (the
-    ``python2.7`` on PATH is a pyenv shim that fails unless
-    PYENV_VERSION names 2.7, so the real binary is preferred); else a
-    ``python2.7`` on PATH that runs.
+    ``FASTPATH_PYTHON27`` if set, else ``interpreter((2, 7))``.
     """
-    configured = os.environ.get('FASTPATH_PYTHON27')
+    return interpreter((2, 7), os.environ.get('FASTPATH_PYTHON27'))
+
+
+def interpreter(version, configured=None):
+    """A CPython of version ((major, minor)) that runs, outside any venv.
+
+    configured if given; else pyenv's newest of that version (the
+    ``pythonX.Y`` on PATH is a pyenv shim that fails unless
+    PYENV_VERSION names it, so the real binary is preferred); else a
+    ``pythonX.Y`` on PATH that runs.
+    """
+    name = 'python%d.%d' % version
     candidates = [configured] if configured else sorted(glob.glob(
-        os.path.expanduser('~/.pyenv/versions/2.7*/bin/python2.7')),
-        reverse=True) + ['python2.7']
+        os.path.expanduser('~/.pyenv/versions/%d.%d.*/bin/%s'
+                           % (version + (name,)))),
+        reverse=True) + [name]
     for candidate in candidates:
         try:
             subprocess.run([candidate, '-c', 'import sys; '
-                            'assert sys.version_info[:2] == (2, 7)'],
+                            'assert sys.version_info[:2] == %r'
+                            % (tuple(version),)],
                            check=True, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
         except (OSError, subprocess.CalledProcessError):
             continue
         return candidate
-    raise RuntimeError('no working CPython 2.7 (tried %s); set '
-                       'FASTPATH_PYTHON27' % ', '.join(candidates))
+    raise RuntimeError('no working CPython %d.%d (tried %s)'
+                       % (version + (', '.join(candidates),)))
 
 
 def _named_files(requirements):
