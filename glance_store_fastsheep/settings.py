@@ -96,7 +96,7 @@ class Settings(object):
         self.failover_attempts = group.sheepdog_store_failover_attempts
         # The entry points: the configured sheep first (uploads start
         # there). The members they name are the process's, per cluster
-        # (native.cluster.Membership), not these settings'.
+        # (native.membership.Membership), not these settings'.
         self.addresses = [(self.address, self.port)]
         for item in group.sheepdog_store_addresses:
             try:

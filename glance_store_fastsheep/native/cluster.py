@@ -17,22 +17,6 @@ starts: a location's address, then the configured entry points
 (``sheepdog_store_address`` and ``sheepdog_store_addresses``), then the
 members the cluster itself names (``GET_NODE_LIST``).
 
-Trust: the driver talks only to the entry points and to the members
-they named (``Membership``). A location's address is where to start
-only when it is one of those (``Membership.knows``, checked by the
-store before anything connects); nodes are compared by the addresses
-their names resolve to, so a host name and its IP address are one node.
-The members are asked for from an entry point only, never from a sheep
-a location or a failover led to: a sheep that is no entry point cannot
-change where later operations go. They are kept per cluster (one
-``Membership`` per set of entry points, shared by every operation and
-backend of the process), asked for on the first operation, and again
-whenever a reply carries an epoch newer than that of the list: sheep
-puts its current epoch in every response it sends a client
-(``rsp.epoch = sys->cinfo.epoch`` in ``tx_work``, sheep/request.c of
-0.9.5, 1.0.1 and master), and the epoch changes exactly when nodes
-join or leave.
-
 ``FailoverSession`` has a ``Session``'s interface. When its connection
 fails (``connection.ConnectionLost``: refused, reset, closed, or a
 request unanswered for the stall timeout) it connects to the next
@@ -67,350 +51,23 @@ node that failed is not tried again by the same session. Each failover
 is logged once, as a warning naming the old node, the new one and the
 reason.
 
-Parking. A connection given up (a failover, or the end of an operation)
-with requests in flight that change a VDI (``Request.mutates``: object
-creates and writes, inode writes, attribute sets) is not closed: sheep
-would still carry out every one that fully arrived, and the client
-would never know when. It is parked (``Parking``, one per cluster,
-beside its ``Membership``) under the ids of the VDIs those requests
-change and the operation's image name, still open, its requests
-replaced by stand-ins the late answers are read into. Whatever removes
-a VDI's objects (a failed upload's clean-up, ``vdi.delete``) first
-settles the VDI's parked connections: reads each until every request
-it carried was answered, or ``transfer_timeout`` passed since it was
-parked (the bound after which the native client gives up on a sheep
-that answers nothing). A connection its far side ended (EOF, reset)
-tells nothing more: what that sheep took whole may still be carried
-out (sheep finishes a queued request whatever becomes of the
-connection), so it waits for the rest of its bound, unless the sheep
-is gone (its port refuses a connection: a killed sheep carries nothing
-out). What is still unanswered then is logged as a warning naming the
-VDI and each object that may still land, and the connection closed.
-A successful upload does not wait (a frozen sheep must not hold it):
-it collects the answers already there and closes what they settle.
-Every access to the registry closes the entries past their bound, and
-an operation parks at most ``failover_attempts`` + 1
-connections (one per failover and its last gateway), so parked
-connections hold a bounded number of fds for a bounded time.
+The members and who may be connected to are ``membership``'s, the
+connections given up with requests in flight ``parking``'s, object
+placement ``placement``'s.
 """
-
-import bisect
-import socket
-import threading
 
 from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import membership
+from glance_store_fastsheep.native import parking
+from glance_store_fastsheep.native import placement
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep import nodes
 
 LOG = logging.getLogger(__name__)
-
-
-def entry_points(settings, first=None):
-    """The nodes to try, in order, without repeats.
-
-    first (a location's node), then the configured entry points
-    (``settings.addresses``, the configured sheep first).
-    """
-    found = []
-    for node in [first] + list(settings.addresses):
-        if node is not None and node not in found:
-            found.append(node)
-    return found
-
-
-class Membership(object):
-    """The entry points of one cluster and the members they named.
-
-    One per set of entry points and process (``membership``): every
-    operation and every backend configured with them shares what was
-    learned. ``members`` is replaced whole, never changed in place, so
-    that an operation reading it meanwhile sees one list or the other.
-    """
-
-    def __init__(self, entry_points):
-        self.entry_points = tuple(entry_points)
-        # [proto.Node] an entry point last named, and the epoch of that
-        # answer (None: never asked).
-        self.members = ()
-        self.epoch = None
-        # Every (address, port) the entry points named since the process
-        # started: a member that left (killed, replaced) is still where
-        # locations may point, and was never anyone else's choice.
-        self.named = frozenset()
-        # The epoch the last refresh was started for: a sheep whose
-        # epoch runs ahead of the entry points' costs one refresh per
-        # epoch it reports, not one per reply, and does not keep the
-        # next real epoch from asking.
-        self.asked = None
-        # Connections given up with requests that may still land.
-        self.parking = Parking()
-
-    def is_entry_point(self, node, cache=None):
-        return any(nodes.same_node(node, entry, cache)
-                   for entry in self.entry_points)
-
-    def knows(self, node, cache=None):
-        """Whether node is an entry point or a node they ever named."""
-        return self.is_entry_point(node, cache) or any(
-            nodes.same_node(node, member, cache)
-            for member in self.named)
-
-    def stale(self, epoch):
-        """Whether a reply of epoch calls for asking the members again."""
-        if self.epoch is None or epoch <= self.epoch or epoch == self.asked:
-            return False
-        self.asked = epoch
-        return True
-
-    def learn(self, session):
-        """Ask session's sheep, an entry point, for the members.
-
-        Returns the internal protocol version the sheep accepted (None
-        when it accepted none). Best effort: a sheep that refuses the
-        request, or a fake that does not know it, leaves the members as
-        they were. A lost connection is the caller's (ConnectionLost
-        propagates).
-        """
-        buf = bytearray(proto.NODE_LIST_BUFFER)
-        for version in sorted(proto.SHEEP_VERSIONS, reverse=True):
-            request = connection.Request(
-                proto.OP_GET_NODE_LIST, view=memoryview(buf),
-                header_data=lambda req_id, v=version:
-                    proto.pack_node_list(req_id, v))
-            try:
-                answer = session.call_raw(request, retry=False)
-            except connection.ConnectionLost:
-                raise
-            except Exception as exc:
-                LOG.debug('No node list from %s: %s', session.where(), exc)
-                return None
-            if answer.result == proto.VER_MISMATCH:
-                continue
-            if answer.result != proto.SUCCESS:
-                LOG.debug('No node list from %s: %s', session.where(),
-                          proto.result_text(answer.result))
-                return version
-            try:
-                members = proto.unpack_node_list(
-                    buf[:answer.response.data_length],
-                    answer.response.nr_nodes)
-            except proto.ProtocolError as exc:
-                LOG.debug('No node list from %s: %s', session.where(), exc)
-                return version
-            self.members = tuple(members)
-            self.named = self.named | frozenset(
-                (member[0], member[1]) for member in members)
-            self.epoch = answer.response.epoch
-            return version
-        return None
-
-    def refresh(self, settings, name, skip=()):
-        """Ask the entry points in turn for the members.
-
-        On a connection of this call's own: an operation's may have
-        requests in flight. skip: nodes the caller saw fail. Best
-        effort: the members stay as they were when no entry point
-        answers.
-        """
-        for node in self.entry_points:
-            if node in skip:
-                continue
-            try:
-                session = connection.Session(
-                    node[0], node[1], name, settings.command_timeout,
-                    settings.transfer_timeout, settings.stall_timeout)
-            except connection.Unreachable as exc:
-                LOG.debug('No node list from %s: %s', _text(node), exc)
-                continue
-            try:
-                self.learn(session)
-            except connection.ConnectionLost as exc:
-                LOG.debug('No node list from %s: %s', _text(node), exc)
-                continue
-            finally:
-                session.close()
-            if self.epoch is not None:
-                return
-
-
-# One Membership per set of entry points: the process's knowledge of
-# each cluster it is configured for (not the Settings', which are
-# rebuilt on every configure).
-MEMBERSHIPS = {}
-
-
-def membership(settings):
-    """The Membership of the cluster settings' entry points name."""
-    key = tuple(settings.addresses)
-    found = MEMBERSHIPS.get(key)
-    if found is None:
-        found = MEMBERSHIPS.setdefault(key, Membership(key))
-    return found
-
-
-# Seconds a probe of a cut connection's sheep waits for its accept.
-PROBE_TIMEOUT = 2.0
-
-
-class Parked(object):
-    """One parked connection: its Session, what it changes, its bound."""
-
-    def __init__(self, session, vids, name, bound):
-        self.session = session
-        self.vids = frozenset(vids)
-        self.name = name
-        self.bound = bound
-        self.deadline = timeutils.now() + bound
-        self.gone = None
-
-    def sheep_gone(self):
-        """Whether the sheep of a cut connection refuses connections.
-
-        A sheep that is gone (killed: its port refuses) carries nothing
-        out any more; one that accepts may still be doing what it took.
-        Asked once.
-        """
-        if self.gone is None:
-            node = self.session.node
-            try:
-                probe = socket.create_connection(node, PROBE_TIMEOUT)
-            except (socket.error, OSError):
-                self.gone = True
-            else:
-                probe.close()
-                self.gone = False
-        return self.gone
-
-    def concerns(self, vid, name):
-        return ((vid is None and name is None) or vid in self.vids or
-                (name is not None and name == self.name))
-
-    def give_up(self, why):
-        """Close, warning of every request that may still land."""
-        left = self.session.unanswered()
-        self.session.close()
-        if left:
-            LOG.warning(
-                'Sheepdog image %s (vdi %s): %d request(s) left '
-                'unanswered by %s %s and may still be carried out by that '
-                'sheep, leaving what no inode or marker of a deleted image '
-                'accounts for: %s', self.name,
-                ', '.join('%x' % vid for vid in sorted(self.vids)) or
-                'not known yet',
-                len(left), self.session.where(), why,
-                '; '.join(request.describe() for request in left))
-
-
-class Parking(object):
-    """The parked connections of one cluster, by VDI id and image name.
-
-    Thread- and eventlet-safe: the lock guards only the list (taken or
-    put back whole), never a read, which runs on the entries a caller
-    took out: the caller alone reads them.
-    """
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._entries = []
-
-    def __len__(self):
-        with self._lock:
-            return len(self._entries)
-
-    def park(self, session, vids, name, bound):
-        """Keep session open for bound seconds under vids and name."""
-        entry = Parked(session, vids, name, bound)
-        with self._lock:
-            expired = self._expired()
-            self._entries.append(entry)
-        self._end(expired)
-
-    def _expired(self):
-        """Take the entries past their bound out (under the lock)."""
-        now = timeutils.now()
-        expired = [entry for entry in self._entries if entry.deadline <= now]
-        if expired:
-            self._entries = [entry for entry in self._entries
-                             if entry.deadline > now]
-        return expired
-
-    @staticmethod
-    def _end(expired):
-        for entry in expired:
-            # What arrived meanwhile counts.
-            entry.session.read_late(0)
-            entry.give_up('in the %ss since it was given up' % entry.bound)
-
-    def settle(self, vid=None, name=None, wait=True):
-        """Settle the connections parked for vid or name (None: all).
-
-        wait: read each until every request it carried was answered, its
-        sheep closed it, or its bound passed, then close it (warning of
-        what is left). Without wait only the answers already there are
-        read; an entry they settle is closed, the others stay parked.
-        Returns the number of requests given up on.
-        """
-        with self._lock:
-            expired = self._expired()
-            taken = [entry for entry in self._entries
-                     if entry.concerns(vid, name)]
-            self._entries = [entry for entry in self._entries
-                             if not entry.concerns(vid, name)]
-        self._end(expired)
-        given_up = sum(len(entry.session.unanswered()) for entry in expired)
-        kept = []
-        for entry in taken:
-            session = entry.session
-            left = session.read_late(
-                entry.deadline if wait else timeutils.now())
-            if left and session.cut and entry.sheep_gone():
-                left = []
-            if not left:
-                session.close()
-            elif session.sock is None and not session.cut:
-                given_up += len(left)
-                entry.give_up('in an answer that could not be read')
-            elif wait:
-                if session.cut:
-                    # Nothing to read: what that sheep took gets its
-                    # bound to land before anything is removed.
-                    hub_safe.sleep(max(0.0, entry.deadline -
-                                       timeutils.now()))
-                given_up += len(left)
-                entry.give_up('in the %ss since it was given up'
-                              % entry.bound)
-            else:
-                kept.append(entry)
-        if kept:
-            with self._lock:
-                self._entries.extend(kept)
-        return given_up
-
-    def sweep(self):
-        """Close entries past their bound and those already answered."""
-        if len(self):
-            self.settle(wait=False)
-
-    def clear(self):
-        """Close every entry now, warning of what may still land."""
-        with self._lock:
-            entries, self._entries = self._entries, []
-        for entry in entries:
-            entry.session.read_late(0)
-            entry.give_up('when the registry was cleared')
-
-
-def parking_of(session):
-    """The Parking of session's cluster (None for a plain Session)."""
-    found = getattr(session, 'cluster', None)
-    if found is None:
-        return None
-    return found.membership.parking
 
 
 class Refused(exceptions.BackendException):
@@ -422,7 +79,7 @@ class Cluster(object):
 
     def __init__(self, settings, first=None):
         self.settings = settings
-        self.membership = membership(settings)
+        self.membership = membership.of(settings)
         # Host names resolved once per operation.
         self.resolved = {}
         self.failed = set()
@@ -433,9 +90,10 @@ class Cluster(object):
             raise Refused(
                 'sheep at %s is neither an entry point of this store '
                 '(sheepdog_store_address, sheepdog_store_addresses) nor a '
-                'member they name: not connecting to it' % _text(first))
+                'member they name: not connecting to it'
+                % membership.node_text(first))
         self.nodes = []
-        for node in entry_points(settings, first) + list(
+        for node in membership.entry_points(settings, first) + list(
                 self.membership.members):
             self._add(node)
 
@@ -493,7 +151,8 @@ class Cluster(object):
         if not errors:
             raise connection.Unreachable(
                 'no sheep left to connect to for %s (failed: %s)' % (
-                    name, ', '.join(_text(node) for node in self.nodes)))
+                    name, ', '.join(membership.node_text(node)
+                                    for node in self.nodes)))
         raise connection.Unreachable(
             'no sheep of the cluster accepts a connection for %s: %s' % (
                 name, '; '.join(str(exc) for exc in errors)))
@@ -529,132 +188,6 @@ class Cluster(object):
     def _add_members(self):
         for node in self.membership.members:
             self._add(node)
-
-
-def _text(node):
-    return '%s:%s' % (node[0], node[1])
-
-
-# 64-bit FNV-1a, as sheep hashes nodes and objects (include/sheepdog_proto.h
-# of 0.9.5, 1.0.1 and master alike).
-FNV1A_64_INIT = 0xcbf29ce484222325
-FNV_64_PRIME = 0x100000001b3
-_MASK = (1 << 64) - 1
-
-
-def fnv_64a(data, hval=FNV1A_64_INIT):
-    """FNV-1a of a byte string, continuing from hval."""
-    for byte in bytearray(data):
-        hval = ((hval ^ byte) * FNV_64_PRIME) & _MASK
-    return hval
-
-
-def fnv_64a_64(value, hval):
-    """FNV-1a of value's 8 little-endian bytes (sheep's fnv_64a_64)."""
-    for shift in range(0, 64, 8):
-        hval = ((hval ^ ((value >> shift) & 0xff)) * FNV_64_PRIME) & _MASK
-    return hval
-
-
-def hash_next(hval):
-    """The next vnode's hash after hval (sd_hash_next)."""
-    return fnv_64a_64(hval, hval)
-
-
-def oid_hash(oid):
-    """Where an object id falls on the ring (sd_hash_oid)."""
-    return hash_next(fnv_64a_64(oid, FNV1A_64_INIT))
-
-
-def node_hash(node_id):
-    """The seed of a node's vnode hashes: sd_hash of address and port."""
-    return hash_next(fnv_64a(node_id))
-
-
-# The most vnodes a Ring is built of. Sheep gives each node 1 to 65535
-# (``sheep -V``, 16 bits in struct sd_node) and a cluster up to
-# SD_MAX_NODES members (internal_proto.h), so one GET_NODE_LIST answer
-# can name 400 million: minutes of hashing and tens of GiB here. With
-# automatic vnodes (the default) sheep gives a node SD_DEFAULT_VNODES
-# (128) weighted by its free space, about 128 a node in all
-# (recalculate_vnodes, sheep/group.c): this bound is a 1024-node
-# cluster's ring, built in well under a second. A larger one is not
-# built: reads then go through the gateway, as without a placement.
-MAX_RING_VNODES = 128 * 1024
-# The vnode counts over MAX_RING_VNODES already warned of.
-_TOO_LARGE = set()
-
-
-class Ring(object):
-    """The vnode ring sheep places objects on, built from the members.
-
-    Each member contributes ``nr_vnodes`` points, the successive
-    ``hash_next`` of its ``node_hash`` (node_to_vnodes); an object's
-    first copy is on the first point at or after its ``oid_hash``,
-    wrapping round, and each further copy on the next point of a zone
-    not used yet (oid_to_vnodes, include/sheep.h). Sheep builds the
-    ring from GET_NODE_LIST's own entries, whose nr_vnodes already has
-    any automatic weighting applied.
-    """
-
-    def __init__(self, nodes):
-        points = []
-        for node in nodes:
-            hval = node_hash(node.node_id)
-            for _count in range(node.nr_vnodes):
-                hval = hash_next(hval)
-                points.append((hval, node.zone, node))
-        points.sort(key=lambda point: point[0])
-        self.hashes = [point[0] for point in points]
-        self.points = [(point[2], point[1]) for point in points]
-        # Gateway-only members (no vnodes) add no zone (sheep/group.c).
-        self.nr_zones = len(set(node.zone for node in nodes
-                                if node.nr_vnodes))
-
-    @classmethod
-    def of(cls, nodes):
-        """The ring of nodes, or None where placement is not known.
-
-        Unknown: no members, an entry without what placement needs (a
-        fake sheep), a build with disk vnodes (placed by disk), or more
-        vnodes than MAX_RING_VNODES.
-        """
-        if not nodes or any(getattr(node, 'node_id', None) is None or
-                            node.disks for node in nodes):
-            return None
-        total = sum(node.nr_vnodes for node in nodes)
-        if not total:
-            return None
-        if total > MAX_RING_VNODES:
-            # Once per size of member list, not once per transfer.
-            log = LOG.debug if total in _TOO_LARGE else LOG.warning
-            _TOO_LARGE.add(total)
-            log('The sheepdog members name %d vnodes on %d nodes, more '
-                'than the %d this client places objects over: reads go '
-                'through the gateway', total, len(nodes), MAX_RING_VNODES)
-            return None
-        return cls(nodes)
-
-    def holders(self, oid, copies):
-        """The nodes holding oid's copies, first copy first.
-
-        copies is the VDI's; sheep keeps no more than there are zones.
-        """
-        copies = min(copies, self.nr_zones)
-        count = len(self.points)
-        first = bisect.bisect_left(self.hashes, oid_hash(oid)) % count
-        node, zone = self.points[first]
-        nodes, zones = [node], set([zone])
-        index = first
-        while len(nodes) < copies:
-            index = (index + 1) % count
-            if index == first:
-                break
-            node, zone = self.points[index]
-            if zone not in zones:
-                nodes.append(node)
-                zones.add(zone)
-        return nodes
 
 
 class FailoverSession(connection.Calls):
@@ -757,7 +290,7 @@ class FailoverSession(connection.Calls):
         vids.discard(None)
         parked = session.hand_over()
         if self.parked > self.settings.failover_attempts:
-            Parked(parked, vids, self.name, 0).give_up(
+            parking.Parked(parked, vids, self.name, 0).give_up(
                 'past the %d connections an operation parks' % (
                     self.parked))
             return
@@ -786,7 +319,7 @@ class FailoverSession(connection.Calls):
         members = self.cluster.membership.members
         if members is not self._members:
             self._members = members
-            self.ring = Ring.of(members)
+            self.ring = placement.Ring.of(members)
 
     def _target(self, request):
         """The node request is to go to; None for the gateway."""
@@ -880,12 +413,15 @@ class FailoverSession(connection.Calls):
         self._refresh_ring()
         targets = []
         for request in pending:
-            target = _text(self._target(request) or self.session.node)
+            target = membership.node_text(
+                self._target(request) or self.session.node)
             if target not in targets:
                 targets.append(target)
         LOG.warning('Failing over sheepdog image %s from %s to %s '
-                    '(%d request(s) resent): %s', self.name, _text(node),
-                    ', '.join(targets) or _text(self.session.node),
+                    '(%d request(s) resent): %s', self.name,
+                    membership.node_text(node),
+                    ', '.join(targets)
+                    or membership.node_text(self.session.node),
                     len(pending), exc)
         if pending:
             self._dispatch(pending)
@@ -930,7 +466,8 @@ class FailoverSession(connection.Calls):
             self._set_aside(route)
         LOG.warning('Failing over sheepdog image %s from %s to %s '
                     '(%d request(s) resent): %s', self.name,
-                    _text(old.node), _text(new.node), len(pending), exc)
+                    membership.node_text(old.node),
+                    membership.node_text(new.node), len(pending), exc)
         try:
             # Refresh the members from a node that answers now.
             self.cluster.learn(new)

@@ -574,7 +574,7 @@ class Session(Calls):
         """A Session now holding this connection; this one ends closed.
 
         For a connection given up with requests in flight that its sheep
-        may still carry out (``cluster.Parking``): the new Session reads
+        may still carry out (``parking.Parking``): the new Session reads
         their answers into stand-ins (``Request.stand_in``), while this
         one keeps its ``outstanding`` requests for the caller to resend.
         """

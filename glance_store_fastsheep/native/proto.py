@@ -488,7 +488,7 @@ class Node(tuple):
     A tuple so that it stands for the node wherever an ``(address,
     port)`` does (entry points, failed nodes). ``node_id`` is the bytes
     sheep hashes the node by, ``nr_vnodes`` and ``zone`` place objects
-    on it (``cluster.Ring``); ``disks`` says the entry came from a
+    on it (``placement.Ring``); ``disks`` says the entry came from a
     build with disk vnodes, whose placement hashes disks instead.
     """
 
@@ -511,7 +511,7 @@ def unpack_node_list(data, nr_nodes):
 
     The entry size tells the two builds apart (``NODE_SIZES``). Each
     entry's nr_vnodes is 16 bits, as sheep's own (1 to 65535, ``sheep
-    -V``; 0 for a gateway): ``cluster.Ring`` bounds their sum.
+    -V``; 0 for a gateway): ``placement.Ring`` bounds their sum.
     """
     if not nr_nodes:
         return []

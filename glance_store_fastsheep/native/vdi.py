@@ -58,6 +58,8 @@ import six
 
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import parking
+from glance_store_fastsheep.native import placement
 from glance_store_fastsheep.native import proto
 
 LOG = logging.getLogger(__name__)
@@ -254,7 +256,7 @@ def _attr_request(session, name, key, flags, value=b'', vid=None):
     same whole struct ``dog`` sends, so resending it after a failover
     sets or deletes the same attribute slot again. vid: the VDI a set or
     delete is for (a connection given up with it in flight is parked
-    under it, see cluster.Parking).
+    under it, see parking.Parking).
     """
     known = getattr(getattr(session, 'cluster', None), 'sheep_version',
                     None)
@@ -467,10 +469,10 @@ def marker_oid(name, key):
     """
     header = proto.pack_vdi_attr_obj(name, key, b'', 0)
     plain = name.encode('utf-8') if not isinstance(name, bytes) else name
-    vid = cluster.fnv_64a(plain) & (proto.NR_VDIS - 1)
-    hval = cluster.fnv_64a(header[:512])          # name, tag
-    hval = cluster.fnv_64a(header[520:524], hval)  # snap_id
-    hval = cluster.fnv_64a(header[528:784], hval)  # key
+    vid = placement.fnv_64a(plain) & (proto.NR_VDIS - 1)
+    hval = placement.fnv_64a(header[:512])          # name, tag
+    hval = placement.fnv_64a(header[520:524], hval)  # snap_id
+    hval = placement.fnv_64a(header[528:784], hval)  # key
     return proto.attr_oid(vid, hval & 0xffffffff)
 
 
@@ -544,7 +546,7 @@ def delete(session, name):
     connection and never resent to another sheep (``_del_vdi_once``).
 
     Nothing is removed while a request this process sent for the image
-    may still land: the connections parked for it (``cluster.Parking``:
+    may still land: the connections parked for it (``parking.Parking``:
     given up by a failover or an operation's end with writes, inode
     updates or marker sets in flight, or an unanswered DEL_VDI) are
     settled first, and again before DEL_VDI and before the markers'
@@ -585,9 +587,9 @@ def delete(session, name):
 
 def _settle(session, name, vid=None):
     """Wait for the parked connections of name (and vid) to settle."""
-    parking = cluster.parking_of(session)
-    if parking is not None:
-        parking.settle(vid, name)
+    parked = parking.parking_of(session)
+    if parked is not None:
+        parked.settle(vid, name)
 
 
 def _del_vdi_once(session, name, vdi):
@@ -607,7 +609,7 @@ def _del_vdi_once(session, name, vdi):
     is waited for as long as any sheep's: ``transfer_timeout``, not the
     stall timeout. Left unanswered that long, or cut off after it went
     out whole, the connection is parked under the VDI and the name
-    (``cluster.Parking``) rather than closed: a retried delete settles
+    (``parking.Parking``) rather than closed: a retried delete settles
     it first, and removes the markers' objects once the name is gone.
     """
     request = connection.vdi_request(proto.OP_DEL_VDI, name)

@@ -47,7 +47,7 @@ answers of the requests still in flight are waited for: on the gateway
 (``drain``, within the stall timeout), then on every connection given
 up with writes in flight (the gateways a failover left and the last
 one, parked by ``cluster.FailoverSession``), which clean_up settles
-(``cluster.Parking``) before it looks: sheep does every request that
+(``parking.Parking``) before it looks: sheep does every request that
 reached it, so a write answered after clean_up looked would leave an
 object no inode records. That wait is bounded by ``transfer_timeout``
 from when each connection was given up; what is still unanswered then
@@ -113,6 +113,7 @@ from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import parking
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import recovery
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -687,7 +688,7 @@ class Writer(object):
             return
         try:
             # Nothing is looked at or removed while a write of this
-            # upload may still land (see cluster.Parking).
+            # upload may still land (see parking.Parking).
             session.cluster.membership.parking.settle(self.vid, self.name)
             if self.vid is None and not self._find_created(session):
                 return
@@ -778,9 +779,9 @@ class Writer(object):
         vdi are settled first: a write landing after its REMOVE_OBJ
         would leave an object no inode records.
         """
-        parking = cluster.parking_of(session)
-        if parking is not None:
-            parking.settle(vdi.vid)
+        parked = parking.parking_of(session)
+        if parked is not None:
+            parked.settle(vdi.vid)
         indexes = iter(indexes)
         while True:
             requests = [connection.Request(

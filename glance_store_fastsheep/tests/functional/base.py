@@ -32,7 +32,7 @@ import six
 from fastpath_integration.harness import host
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import names
-from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import membership
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests import emulator_fixture
 from glance_store_fastsheep.tests import ports
@@ -75,7 +75,7 @@ def open_fds():
 
 def settle_parked():
     """Settle every connection the native client parked, in any cluster."""
-    for known in list(cluster.MEMBERSHIPS.values()):
+    for known in list(membership.MEMBERSHIPS.values()):
         known.parking.settle()
 
 

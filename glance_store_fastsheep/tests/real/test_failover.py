@@ -29,6 +29,8 @@ from oslo_utils import timeutils
 from testtools import content
 
 from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import membership
+from glance_store_fastsheep.native import placement
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
 from glance_store_fastsheep import opts
@@ -107,7 +109,7 @@ class FailoverTest(real_base.NativeThreeNodes, base.FunctionalTestCase):
         self.sheep.nodes[index].kill(signal.SIGCONT, False)
 
     def test_placement_is_where_sheep_stores_objects(self):
-        # The holders the client computes (cluster.Ring over the members
+        # The holders the client computes (placement.Ring over the members
         # GET_NODE_LIST names) are the sheep whose store holds the
         # object's file, for the inode and every data object.
         self.upload(size=9 * 4 * MIB + 5)
@@ -115,8 +117,8 @@ class FailoverTest(real_base.NativeThreeNodes, base.FunctionalTestCase):
         session = cluster.FailoverSession(settings, 'img')
         self.addCleanup(session.close)
         vdi = vdi_ops.look_up(session, 'img')
-        members = cluster.membership(settings).members
-        ring = cluster.Ring.of(members)
+        members = membership.of(settings).members
+        ring = placement.Ring.of(members)
         self.assertIsNotNone(ring, members)
         index = dict((node.port, node.index) for node in self.sheep.nodes)
         oids = [proto.vdi_oid(vdi.vid)] + [

@@ -34,7 +34,8 @@ import struct
 import threading
 import time
 
-from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import membership
+from glance_store_fastsheep.native import placement
 from glance_store_fastsheep.native import proto
 
 # The longest a request held by ``late`` waits for its Event.
@@ -214,10 +215,10 @@ class FakeSheep(object):
         # A node joined: the cluster's epoch moves on.
         self.epoch += 1
         # The port may be an earlier test's: what the process learned of
-        # that cluster (cluster.MEMBERSHIPS) is not this one's.
-        for key in list(cluster.MEMBERSHIPS):
+        # that cluster (membership.MEMBERSHIPS) is not this one's.
+        for key in list(membership.MEMBERSHIPS):
             if any(node[1] == self.port for node in key):
-                cluster.MEMBERSHIPS.pop(key).parking.clear()
+                membership.MEMBERSHIPS.pop(key).parking.clear()
         # GET_NODE_LIST entries: 80 bytes, or 592 (disk vnodes).
         self.node_size = proto.NODE_SIZES[0]
         self._stop = False
@@ -265,10 +266,10 @@ class FakeSheep(object):
         self._shared['frozen'].add(self.port)
 
     def holders(self, oid):
-        """The ports holding oid's copies (cluster.Ring of the members)."""
+        """The ports holding oid's copies (placement.Ring of the members)."""
         nodes = proto.unpack_node_list(self._node_entries(),
                                        len(self._named()))
-        ring = cluster.Ring.of(nodes)
+        ring = placement.Ring.of(nodes)
         image = self.by_vid.get(proto.oid_vid(oid))
         if ring is None or image is None:
             return None
@@ -359,7 +360,7 @@ class FakeSheep(object):
         """Wait until every connection made before now is accepted.
 
         A client's connection can sit in the listen queue after the
-        client closed it (a probe of cluster.Parked.sheep_gone): two
+        client closed it (a probe of parking.Parked.sheep_gone): two
         empty rounds of the accept loop after now mean it was taken. A
         closed sheep accepts nothing more.
         """

@@ -240,7 +240,7 @@ class SheepLimitTest(HostileSheepTestCase):
         # each a hash here. The download reads through the gateway.
         # DEBUG: another test of this process may have been warned first.
         log = self.useFixture(fixtures.FakeLogger(
-            name='glance_store_fastsheep.native.cluster',
+            name='glance_store_fastsheep.native.placement',
             level=logging.DEBUG))
         data = payload(2 * OBJECT)
         self.sheep.add_image('img', data)

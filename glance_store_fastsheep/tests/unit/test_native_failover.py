@@ -30,7 +30,8 @@ from glance_store import exceptions
 from oslotest import base
 
 from glance_store_fastsheep import client
-from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import membership
+from glance_store_fastsheep.native import placement
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep import stream
@@ -79,7 +80,7 @@ class FailoverTestCase(base.BaseTestCase):
         'stall' fault) would stay open for the transfer timeout: closed
         first, as their bound would.
         """
-        for known in list(cluster.MEMBERSHIPS.values()):
+        for known in list(membership.MEMBERSHIPS.values()):
             known.parking.clear()
         gc.collect()
         # The store may have probed a sheep (Parked.sheep_gone): that
@@ -131,7 +132,7 @@ class ReadFailoverTest(FailoverTestCase):
         self.assertEqual(self.data, self.read(settings))
         self.assertFailedOver(self.first, self.second)
         self.assertIn(('127.0.0.1', self.second.port),
-                      cluster.membership(settings).members)
+                      membership.of(settings).members)
         self.assertNothingLeft()
 
     def test_the_download_line_counts_the_failover(self):
@@ -156,7 +157,7 @@ class ReadFailoverTest(FailoverTestCase):
         settings = Settings(self.first.port)
         self.assertEqual(self.data, self.read(settings))
         second = ('127.0.0.1', self.second.port)
-        known = cluster.membership(settings)
+        known = membership.of(settings)
         known.members = tuple(node for node in known.members
                               if node != second)
         self.assertEqual(self.data, self.read(settings))
@@ -381,13 +382,13 @@ class EntryPointTest(base.BaseTestCase):
         settings = Settings(7000, [7001])
         self.assertEqual(
             [('10.0.0.9', 7000), ('127.0.0.1', 7000), ('127.0.0.1', 7001)],
-            cluster.entry_points(settings, ('10.0.0.9', 7000)))
+            membership.entry_points(settings, ('10.0.0.9', 7000)))
         self.assertEqual([('127.0.0.1', 7001), ('127.0.0.1', 7000)],
-                         cluster.entry_points(settings,
-                                              ('127.0.0.1', 7001)))
+                         membership.entry_points(settings,
+                                                 ('127.0.0.1', 7001)))
 
     def test_each_newer_epoch_asks_once(self):
-        known = cluster.Membership([('127.0.0.1', 7000)])
+        known = membership.Membership([('127.0.0.1', 7000)])
         # Never learned: the first operation asks, not a reply.
         self.assertFalse(known.stale(5))
         known.epoch = 3
@@ -419,7 +420,7 @@ class EntryPointTest(base.BaseTestCase):
 
 
 class PlacementTest(base.BaseTestCase):
-    """cluster.Ring places objects where sheep 1.0.1 stores them."""
+    """placement.Ring places objects where sheep 1.0.1 stores them."""
 
     # GET_NODE_LIST of a real 3-node 1.0.1 cluster (the harness's: one
     # zone a node, 128 vnodes each), and for objects of VDI 0xd27584
@@ -448,14 +449,14 @@ class PlacementTest(base.BaseTestCase):
 
     def test_fnv_1a_64(self):
         # The FNV reference vectors (isthe.com/chongo/tech/comp/fnv).
-        self.assertEqual(0xcbf29ce484222325, cluster.fnv_64a(b''))
-        self.assertEqual(0xaf63dc4c8601ec8c, cluster.fnv_64a(b'a'))
-        self.assertEqual(0x85944171f73967e8, cluster.fnv_64a(b'foobar'))
+        self.assertEqual(0xcbf29ce484222325, placement.fnv_64a(b''))
+        self.assertEqual(0xaf63dc4c8601ec8c, placement.fnv_64a(b'a'))
+        self.assertEqual(0x85944171f73967e8, placement.fnv_64a(b'foobar'))
         value = 0x0123456789abcdef
         self.assertEqual(
-            cluster.fnv_64a(bytes(bytearray((value >> s) & 0xff
-                                            for s in range(0, 64, 8)))),
-            cluster.fnv_64a_64(value, cluster.FNV1A_64_INIT))
+            placement.fnv_64a(bytes(bytearray((value >> s) & 0xff
+                                              for s in range(0, 64, 8)))),
+            placement.fnv_64a_64(value, placement.FNV1A_64_INIT))
 
     def test_node_list_keeps_what_placement_needs(self):
         node = self.nodes()[0]
@@ -465,7 +466,7 @@ class PlacementTest(base.BaseTestCase):
         self.assertEqual(proto.NODE_ID_SIZE, len(node.node_id))
 
     def test_holders_of_a_real_cluster(self):
-        ring = cluster.Ring.of(self.nodes())
+        ring = placement.Ring.of(self.nodes())
         zone = dict((port, zone) for _address, port, zone in self.NODES)
         computed = dict(
             (oid, sorted(zone[node[1]] for node in ring.holders(oid, 2)))
@@ -473,7 +474,7 @@ class PlacementTest(base.BaseTestCase):
         self.assertEqual(self.STORED, computed)
 
     def test_copies_are_in_distinct_zones_and_capped_by_them(self):
-        ring = cluster.Ring.of(self.nodes())
+        ring = placement.Ring.of(self.nodes())
         for oid in self.STORED:
             holders = ring.holders(oid, 5)
             self.assertEqual(3, len(holders))
@@ -483,11 +484,11 @@ class PlacementTest(base.BaseTestCase):
 
     def test_unknown_placement(self):
         # No vnodes (a fake sheep), a disk-vnodes build, no members.
-        self.assertIsNone(cluster.Ring.of(self.nodes(vnodes=0)))
-        self.assertIsNone(cluster.Ring.of(
+        self.assertIsNone(placement.Ring.of(self.nodes(vnodes=0)))
+        self.assertIsNone(placement.Ring.of(
             self.nodes(size=proto.NODE_SIZES[1])))
-        self.assertIsNone(cluster.Ring.of([]))
-        self.assertIsNone(cluster.Ring.of([('127.0.0.1', 7000)]))
+        self.assertIsNone(placement.Ring.of([]))
+        self.assertIsNone(placement.Ring.of([('127.0.0.1', 7000)]))
 
 
 class RoutingTest(FailoverTestCase):

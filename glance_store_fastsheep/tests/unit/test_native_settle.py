@@ -15,7 +15,7 @@ The fake sheep's ``late`` does a chosen request later on the connection
 it arrived on, as sheep carries out a request that fully arrived even
 once the client gave up on it: the first copy of a write a failover
 resent, or a DEL_VDI unanswered past the stall timeout. The client
-parks such connections (``cluster.Parking``) and settles them before
+parks such connections (``parking.Parking``) and settles them before
 anything removes the VDI's objects (doc/source/contributor/
 replay-model.rst).
 """
@@ -28,7 +28,7 @@ from glance_store import exceptions
 import six
 
 from glance_store_fastsheep import client
-from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
 from glance_store_fastsheep.tests.unit import test_native_failover
@@ -58,7 +58,7 @@ class SettleTest(test_native_failover.ClientTestCase):
         return settings
 
     def parking(self):
-        return cluster.membership(self.settings).parking
+        return membership.of(self.settings).parking
 
     def objects_of(self, vid):
         return [oid for oid in self.first.objects

@@ -29,7 +29,7 @@ import fixtures
 from glance_store import capabilities
 from glance_store import exceptions
 
-from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep import nodes
 from glance_store_fastsheep import store
@@ -172,7 +172,7 @@ class MembershipTest(TrustTestCase):
         uri = test_store.add(sd, OTHER, data)[0]
         self.assertEqual(data, self.first.image_bytes(uri.rsplit(':', 1)[1]))
         self.assertEqual([], self.foreign.connections)
-        known = cluster.MEMBERSHIPS[(('127.0.0.1', self.first.port),)]
+        known = membership.MEMBERSHIPS[(('127.0.0.1', self.first.port),)]
         self.assertNotIn(('127.0.0.1', self.foreign.port), known.members)
 
     def test_a_newer_epoch_asks_the_entry_points_not_its_teller(self):
@@ -189,7 +189,7 @@ class MembershipTest(TrustTestCase):
         self.assertEqual(len(self.data), sd.get_size(self.at(self.peer)))
         self.assertEqual(asked + 1, len(self.node_lists(self.first)))
         self.assertEqual([], self.node_lists(self.peer))
-        known = cluster.MEMBERSHIPS[(('127.0.0.1', self.first.port),)]
+        known = membership.MEMBERSHIPS[(('127.0.0.1', self.first.port),)]
         self.assertEqual(self.first.epoch, known.epoch)
         self.assertNotIn(('127.0.0.1', self.foreign.port), known.members)
         self.assertEqual([], self.foreign.connections)
@@ -204,7 +204,7 @@ class MembershipTest(TrustTestCase):
         self.first.node_list = [('127.0.0.1', self.first.port)]
         self.first.epoch += 1
         self.assertEqual(len(self.data), sd.get_size(self.at(self.first)))
-        known = cluster.MEMBERSHIPS[(('127.0.0.1', self.first.port),)]
+        known = membership.MEMBERSHIPS[(('127.0.0.1', self.first.port),)]
         self.assertNotIn(('127.0.0.1', self.peer.port), known.members)
         self.assertEqual(len(self.data), sd.get_size(self.at(self.peer)))
         self.assertRaises(exceptions.BadStoreUri, sd.get_size,

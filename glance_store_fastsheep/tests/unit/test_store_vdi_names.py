@@ -54,7 +54,7 @@ class VdiNamesTest(base.StoreTestCase):
                                    sheepdog_store_stall_timeout=0.5,
                                    # A reset connection whose sheep still
                                    # accepts is waited for this long
-                                   # before a removal (cluster.Parking).
+                                   # before a removal (parking.Parking).
                                    sheepdog_store_transfer_timeout=2)
         self.store = self.make_store()
 
