@@ -34,9 +34,10 @@ one's was still being hashed. Hashing runs at most one object behind:
 ending an object waits for the hashes of the one before it.
 
 Hashing overlaps the transfer: every hash and the verifier has a worker
-of its own (``_Hasher``), a thread under native threads, a tpool job
-per object under eventlet, fed the pieces in order while this thread
-sends (hashlib releases the GIL on large buffers, socket writes too).
+of its own (``image_data.Digest.feed``), a thread under native threads,
+a tpool job per object under eventlet, fed the pieces in order while
+this thread sends (hashlib releases the GIL on large buffers, socket
+writes too).
 
 If the sheep fails mid-upload, the session moves to another member and
 resends the writes and inode updates not acknowledged yet (``cluster``).
@@ -98,15 +99,12 @@ upload of that name (VDI_EXIST, then the marker found).
 
 import collections
 import itertools
-import sys
-import threading
 
 from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import excutils
 from oslo_utils import timeutils
 from oslo_utils import units
-from six.moves import queue
 
 from glance_store_fastsheep import budget
 from glance_store_fastsheep import hub_safe
@@ -132,170 +130,6 @@ FIXED_OBJECT_SIZE = 4 * units.Mi
 # for dog cluster format -z; below 9 not even a sector.
 SHIFTS = range(9, 32)
 
-# Pieces waiting for the hashing thread (native threads): enough to
-# keep it busy while an object is sent, few enough to bound memory.
-HASH_QUEUE_PIECES = 16
-
-
-class _Sink(object):
-    """One thread feeding one hash (or the verifier) its pieces in order."""
-
-    def __init__(self, update):
-        self.update = update
-        self.queue = queue.Queue(HASH_QUEUE_PIECES)
-        self.error = None
-        # Pieces taken off the queue and hashed (or skipped after an
-        # error), under the condition the writer waits on.
-        self.done = 0
-        self.progress = threading.Condition()
-        self.thread = threading.Thread(target=self._run)
-        self.thread.daemon = True
-        self.thread.start()
-
-    def _run(self):
-        while True:
-            piece = self.queue.get()
-            if piece is None:
-                return
-            if self.error is None:
-                try:
-                    self.update(piece)
-                except Exception:
-                    self.error = sys.exc_info()
-            piece = None  # not held while waiting for the next one
-            with self.progress:
-                self.done += 1
-                self.progress.notify_all()
-
-    def wait_for(self, count):
-        """Return once count pieces were taken and hashed."""
-        with self.progress:
-            while self.done < count:
-                self.progress.wait()
-
-    def end(self):
-        self.queue.put(None)
-        self.thread.join()
-        return self.error
-
-
-def _update_all(update, pieces):
-    for piece in pieces:
-        update(piece)
-
-
-class _Hasher(object):
-    """Feeds a digest every piece, in order, beside the transfer.
-
-    Each hash (md5, the multihash) and the verifier has its own worker,
-    fed the same pieces in order, so that md5 and sha512 of one piece run
-    at once on two cores while the upload sends, instead of one after
-    the other. Under native threads a worker is a thread with a bounded
-    queue; under eventlet a ``hub_safe.InOrder`` run, which hashes an
-    object's pieces on a tpool thread while the object is sent and holds
-    at most one object per hash.
-    """
-
-    def __init__(self, digest):
-        self.digest = digest
-        self.green = hub_safe.is_green()
-        self._workers = None
-        # Under eventlet: the pieces of the object being filled, hashed
-        # in one tpool job per hash once it is full (flush), while it is
-        # sent: a job per piece and hash costs the hub a switch and a
-        # tpool round trip each.
-        self._batch = []
-        # Objects handed over (flush calls); under native threads the
-        # pieces queued in all, and when the previous object was.
-        self.flushed = 0
-        self._queued = 0
-        self._previous = 0
-        # Objects known hashed by catch_up.
-        self._caught_up = 0
-
-    def _updates(self):
-        updates = [hasher.update for hasher in self.digest.hashers]
-        if self.digest.verifier is not None:
-            updates.append(self.digest.verifier.update)
-        return updates
-
-    def update(self, piece):
-        if self.digest is None:
-            return
-        if self._workers is None:
-            if self.green:
-                self._workers = [(hub_safe.InOrder(), update)
-                                 for update in self._updates()]
-            else:
-                self._workers = [_Sink(update)
-                                 for update in self._updates()]
-        if self.green:
-            self._batch.append(piece)
-            return
-        for sink in self._workers:
-            sink.queue.put(piece)
-        self._queued += 1
-
-    def flush(self):
-        """End an object: its hashing starts, the one before's has ended.
-
-        Under eventlet the object's pieces go to each hash's next job,
-        which starts once the previous job is done, so every hash sees
-        the pieces in order; under native threads the sinks have them
-        already and this waits until they took the previous object's.
-        Either way the caller goes on once every object but this one is
-        hashed (``hashed``).
-        """
-        self.flushed += 1
-        if self._start_batch():
-            return
-        if self._workers and not self.green:
-            for sink in self._workers:
-                sink.wait_for(self._previous)
-            self._previous = self._queued
-
-    def _start_batch(self):
-        """Under eventlet: the pieces given since the last job, to hash."""
-        batch, self._batch = self._batch, []
-        if batch:
-            for jobs, update in self._workers:
-                jobs.start(_update_all, update, batch)
-        return bool(batch)
-
-    def hashed(self):
-        """How many objects, from the first, every hash has seen."""
-        if not self._workers:  # no hash, or all settled
-            return self.flushed
-        return max(self.flushed - 1, self._caught_up)
-
-    def catch_up(self):
-        """Return once every object flushed so far is hashed."""
-        for worker in self._workers or ():
-            if self.green:
-                worker[0].wait()
-            else:
-                worker.wait_for(self._queued)
-        self._caught_up = self.flushed
-
-    def settle(self):
-        """Return once every piece was hashed; raise a hashing error."""
-        if self.green and self._workers is not None:
-            self._start_batch()
-        workers, self._workers = self._workers, None
-        errors = []
-        for worker in workers or ():
-            if self.green:
-                try:
-                    worker[0].settle()
-                except Exception:
-                    errors.append(sys.exc_info())
-            else:
-                errors.append(worker.end())
-        for error in errors:
-            if error is not None:
-                raise error[1]
-
-
 class Writer(object):
     """Writes one image into a new VDI of a session's sheep."""
 
@@ -320,7 +154,7 @@ class Writer(object):
         # (index, slot) of acknowledged objects not hashed yet: they
         # keep their place in the window, and their slot.
         self._held = []
-        self._hasher = None
+        self._digest = None
         self._in_flight = collections.deque()
         self._records = []
         # Whether a write may still land after clean_up (see drain).
@@ -379,7 +213,7 @@ class Writer(object):
             if self._in_flight:
                 self._wait_oldest()
             else:  # only objects acknowledged but not hashed yet
-                self._hasher.catch_up()
+                self._digest.catch_up()
                 self._give_hashed()
 
     def _send_object(self, index, pieces, slot):
@@ -405,7 +239,7 @@ class Writer(object):
     def _give_hashed(self):
         """Let go of acknowledged objects already hashed, and their slots."""
         if self._held:
-            hashed = self._hasher.hashed()
+            hashed = self._digest.objects_hashed()
             keep = [tag for tag in self._held if tag[0] >= hashed]
             budget.WRITERS.give(sum(1 for tag in self._held
                                     if tag[1] and tag[0] < hashed))
@@ -429,7 +263,7 @@ class Writer(object):
             zeros = zeros[:size] if size < len(zeros) else b'\0' * size
         return piece == zeros
 
-    def _fill(self, source, hasher, want):
+    def _fill(self, source, digest, want):
         """Up to want bytes as pieces: (pieces, length, all zero)."""
         pieces = []
         length = 0
@@ -439,7 +273,7 @@ class Writer(object):
             piece = source.read(min(read_size, want - length))
             if not piece:
                 break
-            hasher.update(piece)
+            digest.feed(piece)
             if zero and not self._is_zero(piece):
                 zero = False
             pieces.append(piece)
@@ -456,18 +290,18 @@ class Writer(object):
         the flat bound (Invalid, before anything is written).
         """
         source = image_data.Source(source)
-        hasher = self._hasher = _Hasher(digest)
+        self._digest = digest
         try:
-            written = self._write(source, hasher, image_size)
+            written = self._write(source, digest, image_size)
         except BaseException:
             with excutils.save_and_reraise_exception():
                 try:
-                    hasher.settle()
+                    digest.settle()
                 except Exception as exc:
                     # The upload's own error is the one to report.
                     LOG.debug('Hashing %s also failed: %s', self.name, exc)
         try:
-            hasher.settle()
+            digest.settle()
         finally:
             # Every write was answered: only slots held for hashing.
             self._release_slots()
@@ -540,7 +374,7 @@ class Writer(object):
         vdi_ops.mark_partial(self.session, self.name, self.vdi)
         self.marked = True
 
-    def _write(self, source, hasher, image_size):
+    def _write(self, source, digest, image_size):
         object_size = self._object_size()
         limit = object_size * MAX_OBJECTS
         known = image_size > 0
@@ -584,8 +418,8 @@ class Writer(object):
             slot = self._make_room()
             sent = False
             try:
-                pieces, length, zero = self._fill(source, hasher, want)
-                hasher.flush()
+                pieces, length, zero = self._fill(source, digest, want)
+                digest.end_object()
                 if known and length < want:
                     raise exceptions.Invalid(
                         message='image data ended after %d of the %d '
