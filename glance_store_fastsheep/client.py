@@ -105,6 +105,9 @@ class Client(object):
     def write(self, name, source, digest, image_size, transfer=None):
         """Create image ``name`` and write ``source`` into it.
 
+        ``source`` is an ``image_data.Source`` and ``digest`` an
+        ``image_data.Digest``, both built by the store: a client reads
+        and hashes through them, never wraps them again.
         ``image_size`` 0 means unknown (a chunked upload). Every byte
         written goes through ``digest``. Returns the bytes written. On
         failure nothing of the image is left behind where the cluster

@@ -287,9 +287,11 @@ class Writer(object):
         (object size x 2^20) and its size written once, after the last
         object and entry were acknowledged (``vdi.set_size``). Known
         sizes must match the data exactly (Invalid); neither may pass
-        the flat bound (Invalid, before anything is written).
+        the flat bound (Invalid, before anything is written). source and
+        digest are the store's ``image_data.Source`` and ``Digest``, taken
+        as they are: wrapped again, each read would go through two
+        layers.
         """
-        source = image_data.Source(source)
         self._digest = digest
         try:
             written = self._write(source, digest, image_size)

@@ -102,7 +102,7 @@ class ReleaseCluster(object):
         md5 = hashlib.md5()
         if source is None:
             source = io.BytesIO(data)
-        written = self.client.write(name, source,
+        written = self.client.write(name, image_data.Source(source),
                                     image_data.Digest([md5], None),
                                     len(data) if size is None else size)
         self.assertEqual(len(data), written)

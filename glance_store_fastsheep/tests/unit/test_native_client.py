@@ -113,7 +113,9 @@ class ClientTestCase(test_native_read.FdsClosedMixin, base.BaseTestCase):
         hashes = digest()
         if source is None:
             source = io.BytesIO(data)
-        written = self.client.write(name, source, hashes,
+        # As the store hands it over.
+        written = self.client.write(name, image_data.Source(source),
+                                    hashes,
                                     len(data) if size is None else size)
         self.assertEqual(len(data), written)
         self.assertEqual(hashlib.md5(data).hexdigest(),

@@ -29,6 +29,7 @@ from oslo_utils import units
 
 from glance_store_fastsheep import budget
 from glance_store_fastsheep import client
+from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import client as native_client
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import write as native_write
@@ -239,7 +240,8 @@ class FlatLimitTest(test_native_client.ClientTestCase):
         vid = self.sheep.next_vid
         data = test_native_client.payload(6 * OBJECT + 1, seed=23)
         exc = self.assertRaises(exceptions.Invalid, self.client.write,
-                                'big', test_native_client.Chunks(data),
+                                'big', image_data.Source(
+                                    test_native_client.Chunks(data)),
                                 test_native_client.digest(), 0)
         self.assertIn('2^20', str(exc))
         self.assertNotIn(('big', 0), self.sheep.images)
