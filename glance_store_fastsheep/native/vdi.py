@@ -683,6 +683,25 @@ def clear_entries(session, vdi):
             session.complete(request)
 
 
+def unowned(session, vid, indexes):
+    """Those of indexes (ascending) whose data_vdi_id entry is not vid.
+
+    What "an object this VDI does not own" means wherever it is asked
+    (an upload's orphans, a leftover's, an image whose entries a
+    recovery lost): a hole and another VDI's entry alike hold no data
+    of this one. indexes is a sequence (a range will do, for 2^20 of
+    them): the table is read a chunk at a time up to its last index and
+    the answers yielded one at a time, so a look through a whole flat
+    table holds one chunk.
+    """
+    if not len(indexes):
+        return
+    table = Table(session, vid, indexes[-1])
+    for index in indexes:
+        if table.owner(index) != vid:
+            yield index
+
+
 def unowned_objects(settings, address, port, name, length):
     """Indexes of the objects in VDI name's first length bytes not its own.
 
@@ -701,8 +720,6 @@ def unowned_objects(settings, address, port, name, length):
     try:
         vdi = look_up(session, name)
         last = (length - 1) // vdi.object_size
-        table = Table(session, vdi.vid, last)
-        return [index for index in range(last + 1)
-                if table.owner(index) != vdi.vid]
+        return list(unowned(session, vdi.vid, six.moves.range(last + 1)))
     finally:
         session.close()

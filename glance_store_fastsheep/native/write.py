@@ -105,6 +105,7 @@ from oslo_log import log as logging
 from oslo_utils import excutils
 from oslo_utils import timeutils
 from oslo_utils import units
+import six
 
 from glance_store_fastsheep import budget
 from glance_store_fastsheep import hub_safe
@@ -538,10 +539,9 @@ class Writer(object):
                 # Created, but its inode could not be read then.
                 self.vdi = current
             if self.created:
-                last = max(self.created)
-                table = vdi_ops.Table(session, current.vid, last)
-                orphans = [index for index in sorted(self.created)
-                           if table.owner(index) != current.vid]
+                # The whole list before the first REMOVE_OBJ.
+                orphans = list(vdi_ops.unowned(session, current.vid,
+                                               sorted(self.created)))
                 self._remove(session, self.vdi, orphans)
             self._delete(session)
             LOG.info('Deleted the partial sheepdog image %s', self.name)
@@ -684,12 +684,9 @@ def unrecorded(session, vdi):
     one at a time, never past a flat table, whatever the size says.
     """
     if not vdi.size:
-        return
+        return iter(())
     last = min((vdi.size - 1) // vdi.object_size, MAX_OBJECTS - 1)
-    table = vdi_ops.Table(session, vdi.vid, last)
-    for index in range(last + 1):
-        if table.owner(index) != vdi.vid:
-            yield index
+    return vdi_ops.unowned(session, vdi.vid, six.moves.range(last + 1))
 
 
 def write_image(settings, name, source, digest, image_size, transfer=None):

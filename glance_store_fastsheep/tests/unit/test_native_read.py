@@ -187,6 +187,26 @@ class ReadTest(NativeReadTestCase):
             3 * OBJECT))
         self.assertFdsClosed()
 
+    def test_unowned_of_the_indexes_asked_reads_up_to_the_last(self):
+        data = (payload(OBJECT) + b'\0' * (2 * OBJECT) + payload(OBJECT, 3)
+                + b'\0' * 100)
+        image = self.sheep.add_image('sparse', data)
+        session = connection.Session('127.0.0.1', self.sheep.port, 'sparse',
+                                     5, 5)
+        self.addCleanup(session.close)
+        self.assertEqual([4], list(vdi.unowned(session, image.vid,
+                                               [0, 3, 4])))
+        self.assertEqual([1], list(vdi.unowned(session, image.vid,
+                                               [1, 3])))
+        self.assertEqual([], list(vdi.unowned(session, image.vid, [])))
+        # One table read each, of the entries from the first index asked
+        # to the last.
+        table_reads = [r for r in self.sheep.requests
+                       if r[0] == proto.OP_READ_OBJ and r[1] & proto.VDI_BIT]
+        self.assertEqual([(proto.INODE_DATA_INDEX_OFFSET, 4 * 5),
+                          (proto.INODE_DATA_INDEX_OFFSET + 4, 4 * 3)],
+                         [r[2:] for r in table_reads])
+
     def test_clone_reads_the_parent_objects_it_did_not_write(self):
         base_data = payload(5 * OBJECT, seed=4)
         parent = self.sheep.add_image('base', base_data)
