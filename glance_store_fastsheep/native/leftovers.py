@@ -1,0 +1,258 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What a failed native upload leaves on the cluster, and its removal.
+
+On failure the objects created and not recorded are removed with
+``REMOVE_OBJ`` and the VDI is deleted (``vdi.delete``), on a fresh
+connection to any live member. Before that, whatever the error, the
+answers of the requests still in flight are waited for: on the gateway
+(``drain``, within the stall timeout), then on every connection given
+up with writes in flight (the gateways a failover left and the last
+one, parked by ``cluster.FailoverSession``), which clean_up settles
+(``parking.Parking``) before it looks: sheep does every request that
+reached it, so a write answered after clean_up looked would leave an
+object no inode records. That wait is bounded by ``transfer_timeout``
+from when each connection was given up; what is still unanswered then
+(a sheep frozen that long) is logged as a warning naming the VDI and
+its objects that may still land. Only a garbled stream (nothing more
+can be read from it) is closed with its requests unsettled.
+
+A successful upload does not wait for the connections a failover
+parked (a frozen gateway must not hold it): it reads the answers
+already there and closes what they settle; a delete of the image
+settles the rest before it removes anything (``vdi.delete``).
+
+When no member can be reached, that cleanup cannot run: the VDI stays.
+It carries the ``vdi.PARTIAL_KEY`` attribute from right after
+``NEW_VDI`` until its last inode update was acknowledged, so that it
+can be told for an unfinished upload (``vdi.is_partial``;
+``dog vdi getattr NAME glance_store_fastsheep.partial``) and deleted;
+a caller of the client that reuses a name replaces it on its next
+upload of that name (VDI_EXIST, then the marker found).
+"""
+
+import itertools
+
+from glance_store import exceptions
+from oslo_log import log as logging
+from oslo_utils import timeutils
+import six
+
+from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import parking
+from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import vdi as vdi_ops
+
+LOG = logging.getLogger(__name__)
+
+
+def drain(writer):
+    """Wait, within a stall timeout, for the answers of what is in flight.
+
+    After every error but a garbled stream (``ProtocolError``:
+    nothing more can be read from it), before clean_up: sheep does
+    every request that reached it, so a write still in flight would
+    otherwise land after clean_up removed its object, and stay,
+    recorded nowhere. On the gateway's connection as it is, without
+    failing over (a resend would put more copies in flight), and
+    bounded: a request is waited for at most the stall timeout (as
+    everywhere), and no new wait starts after one stall timeout
+    from the drain's start, so a frozen sheep costs at most two.
+    Results no longer matter here. What is left unanswered here
+    (and the first copies of what a failover resent) is not lost:
+    closing the session parks those connections, and clean_up
+    settles them before it removes anything.
+    """
+    gateway = getattr(writer.session, 'session', writer.session)
+    deadline = timeutils.now() + gateway.stall_timeout
+    try:
+        while gateway.outstanding:
+            if gateway.sock is None or timeutils.now() >= deadline:
+                raise connection.Stalled(
+                    '%d request(s) of %s still unanswered' % (
+                        len(gateway.outstanding), gateway.where()))
+            gateway.receive_one()
+    except Exception as exc:
+        # A stream that could not be read is closed, not parked.
+        writer.abandoned = getattr(gateway, 'garbled', False)
+        LOG.warning('Requests in flight of sheepdog image %s not all '
+                    'answered before its cleanup, which waits for them '
+                    'on a parked connection: %s', writer.name, exc)
+
+
+def clean_up(writer):
+    """Remove what a failed upload left; log what cannot be removed.
+
+    On a fresh connection: the session that failed may be the
+    reason. Orphans (objects created, never recorded) first by
+    REMOVE_OBJ, then the VDI as ``vdi.delete`` deletes it. writer is
+    the failed upload's ``write.Writer``, its requests all answered or
+    given up; the VDI it made is filled in when found here (its vid
+    after a NEW_VDI whose answer was lost, its inode when it could not
+    be read).
+    """
+    if writer.vid is None and not writer.create_sent:
+        return
+    try:
+        # Any live member: the node that failed is left out.
+        session = cluster.FailoverSession(
+            writer.settings, writer.name, cluster=writer.session.cluster)
+    except exceptions.BackendException as exc:
+        if writer.vid is None:
+            LOG.error('Could not look for the sheepdog image %s that '
+                      'an unanswered NEW_VDI may have created (delete '
+                      'it by hand if it is there): %s', writer.name, exc)
+        elif writer.marked:
+            LOG.error('Could not remove the partial sheepdog image %s '
+                      '(vdi %x, marked %s: an upload of the same image '
+                      'id replaces it): %s', writer.name, writer.vid,
+                      vdi_ops.PARTIAL_KEY, exc)
+        else:
+            LOG.error('Could not remove the partial sheepdog image %s '
+                      '(vdi %x, not marked %s: delete it by hand): %s',
+                      writer.name, writer.vid, vdi_ops.PARTIAL_KEY, exc)
+        return
+    try:
+        # Nothing is looked at or removed while a write of this
+        # upload may still land (see parking.Parking).
+        session.cluster.membership.parking.settle(writer.vid, writer.name)
+        if writer.vid is None and not _find_created(writer, session):
+            return
+        current = vdi_ops.look_up(session, writer.name)
+        if current.vid != writer.vid:
+            LOG.error('Sheepdog image %s is no longer the VDI this '
+                      'upload created (%x, now %x); left alone',
+                      writer.name, writer.vid, current.vid)
+            return
+        if writer.vdi is None:
+            # Created, but its inode could not be read then.
+            writer.vdi = current
+        if writer.created:
+            # The whole list before the first REMOVE_OBJ.
+            orphans = list(vdi_ops.unowned(session, current.vid,
+                                           sorted(writer.created)))
+            remove_objects(session, writer.vdi, orphans)
+        _delete(writer, session)
+        LOG.info('Deleted the partial sheepdog image %s', writer.name)
+        if writer.abandoned:
+            LOG.warning('Writes of the partial sheepdog image %s (vdi '
+                        '%x) were left unanswered on a connection '
+                        'whose answers could not be read; sheep may '
+                        'still do them, leaving objects of vdi %x that '
+                        'no inode records',
+                        writer.name, writer.vid, writer.vid)
+    except Exception as exc:
+        # The upload's own error is the one raised; this one is only
+        # logged (NotFound included: someone removed it already).
+        LOG.error('Could not remove the partial sheepdog image %s: %s',
+                  writer.name, exc)
+    finally:
+        session.close()
+
+
+def _delete(writer, session):
+    """Delete the attempt's VDI, tried again on a final error.
+
+    A delete that stopped anywhere is finished by the next one
+    (``vdi.delete``), and the attempt's name is its own
+    (``store.vdi_name``): trying again cannot reach another VDI.
+    NotFound means it is gone already.
+    """
+    for attempt in range(1, vdi_ops.REMOVAL_TRIES + 1):
+        try:
+            vdi_ops.delete(session, writer.name)
+            return
+        except exceptions.NotFound:
+            return
+        except exceptions.BackendException as exc:
+            if attempt == vdi_ops.REMOVAL_TRIES:
+                raise
+            LOG.warning('Removing the partial sheepdog image %s failed '
+                        '(try %d of %d), trying again: %s', writer.name,
+                        attempt, vdi_ops.REMOVAL_TRIES, exc)
+
+
+def _find_created(writer, session):
+    """Whether the VDI a NEW_VDI without answer made is found (vid).
+
+    NEW_VDI was sent but no id came back (its answer lost, then the
+    upload failed): the copy that was carried out, if any, made a
+    VDI under this attempt's name, which only it can have made when
+    the store chose the name. It is taken for this upload's only if
+    it is what a fresh NEW_VDI makes (``vdi.adoptable``), as a
+    resend would have taken it; anything else is left alone.
+    """
+    found = vdi_ops.find(session, writer.name)
+    if found is None:
+        return False
+    if not vdi_ops.adoptable(session, writer.name, found,
+                             writer.size_asked):
+        LOG.error('Sheepdog image %s (vdi %x) is not the empty VDI this '
+                  'upload\'s unanswered NEW_VDI would have made; left '
+                  'alone', writer.name, found.vid)
+        return False
+    LOG.warning('NEW_VDI of sheepdog image %s was carried out but its '
+                'answer was lost: removing vdi %x', writer.name,
+                found.vid)
+    writer.vid = found.vid
+    return True
+
+
+def remove_objects(session, vdi, indexes):
+    """REMOVE_OBJ vdi's data objects of indexes, DELETE_BATCH at once.
+
+    indexes may be an iterator (read only from here on): only a
+    batch is held at a time. The connections parked with writes of
+    vdi are settled first: a write landing after its REMOVE_OBJ
+    would leave an object no inode records.
+    """
+    parked = parking.parking_of(session)
+    if parked is not None:
+        parked.settle(vdi.vid)
+    indexes = iter(indexes)
+    while True:
+        requests = [connection.Request(
+            proto.OP_REMOVE_OBJ, proto.data_oid(vdi.vid, index),
+            copies=vdi.inode.nr_copies,
+            copy_policy=vdi.inode.copy_policy, tag=(index, False))
+            for index in itertools.islice(indexes,
+                                          vdi_ops.DELETE_BATCH)]
+        if not requests:
+            return
+        session.send(requests)
+        for request in requests:
+            while not request.done:
+                answered = session.receive_one()
+                if answered.result == proto.NO_OBJ:
+                    # Its data never reached sheep: nothing to remove.
+                    answered.done = True
+                else:
+                    session.settle(answered)
+
+
+def unrecorded(session, vdi):
+    """Indexes within vdi's size its table does not give to vdi.
+
+    Where a partial upload's orphans can be: every object an upload
+    sends lies within the size its VDI was created with (a known size,
+    or for an unknown one the flat bound, object size x 2^20), and only
+    a complete upload of unknown size rewrites the size, once, after
+    every object was recorded. The ones never recorded are not deleted
+    with the VDI. Most of these are holes, which answer NO_OBJ. Yielded
+    one at a time, never past a flat table, whatever the size says.
+    """
+    if not vdi.size:
+        return iter(())
+    last = min((vdi.size - 1) // vdi.object_size,
+               proto.INODE_DATA_INDEX_ENTRIES - 1)
+    return vdi_ops.unowned(session, vdi.vid, six.moves.range(last + 1))
