@@ -22,16 +22,9 @@ objects are neither written nor recorded, so a thin image stays thin
 (a hole reads back as zeros).
 
 Each in-flight write beyond an upload's first holds a slot of the
-process's write budget (``budget.WRITERS``), as a ``dog`` child does.
-Memory: at most ``write_concurrency`` objects an upload, the one being
-filled and those in flight; the object being filled takes its place in
-the window (and its slot) before it is read. So the uploads of a
-process hold one object each plus one a slot of the budget. An object
-stays in memory until sheep acknowledged it *and* every hash has seen
-it, and its slot stays taken until then too: a slot given back at the
-acknowledgement would let another upload send an object while this
-one's was still being hashed. Hashing runs at most one object behind:
-ending an object waits for the hashes of the one before it.
+process's write budget (``budget.WRITERS``), as a ``dog`` child does;
+an upload holds at most ``write_concurrency`` objects in memory, and
+hashing runs at most one object behind (``window``).
 
 Hashing overlaps the transfer: every hash and the verifier has a worker
 of its own (``image_data.Digest.feed``), a thread under native threads,
@@ -72,8 +65,6 @@ reply lost: the VDI is adopted (``vdi.create``), never failed on. A
 failed attempt's leftover never blocks a retry, which takes a new name.
 """
 
-import collections
-
 from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import excutils
@@ -81,7 +72,6 @@ from oslo_utils import timeutils
 from oslo_utils import units
 
 from glance_store_fastsheep import budget
-from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
@@ -89,6 +79,7 @@ from glance_store_fastsheep.native import leftovers
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import recovery
 from glance_store_fastsheep.native import vdi as vdi_ops
+from glance_store_fastsheep.native import window
 
 LOG = logging.getLogger(__name__)
 
@@ -103,6 +94,39 @@ FIXED_OBJECT_SIZE = 4 * units.Mi
 # Object sizes sheep can be formatted with: block_size_shift 20 to 31
 # for dog cluster format -z; below 9 not even a sector.
 SHIFTS = range(9, 32)
+
+
+def cluster_object_size(session, name):
+    """The object size NEW_VDI will give the VDI: the cluster's.
+
+    Asked before NEW_VDI (GET_CLUSTER_DEFAULT, sheep 1.0 on), so
+    that a size past a flat inode is refused before anything is
+    written and an upload of unknown size is created at its bound
+    (``Writer._write``). Sheep 0.9 does not know the request and answers
+    INVALID_PARMS (sheep/request.c: no such opcode); its objects
+    are all SD_DATA_OBJ_SIZE (sheep/vdi.c), 4 MiB. Any other
+    failure fails the upload: a guessed size could create a VDI
+    larger than its table.
+    """
+    answer = session.call_raw(connection.Request(
+        proto.OP_GET_CLUSTER_DEFAULT))
+    if answer.result == proto.INVALID_PARMS:
+        LOG.debug('%s does not know GET_CLUSTER_DEFAULT (sheep 0.9): '
+                  'objects of %d bytes', session.where(),
+                  FIXED_OBJECT_SIZE)
+        return FIXED_OBJECT_SIZE
+    if answer.result != proto.SUCCESS:
+        raise connection.error_for(answer.result, session.where(),
+                                   'GET_CLUSTER_DEFAULT', name)
+    # sd_rsp.cluster_default: nr_copies, copy_policy, block_size_shift
+    # in the bytes GET_NODE_LIST's nr_nodes takes.
+    shift = (answer.response.nr_nodes >> 16) & 0xff
+    if shift not in SHIFTS:
+        raise proto.ProtocolError(
+            '%s answered block_size_shift %d to GET_CLUSTER_DEFAULT '
+            '(not %d to %d)' % (session.where(), shift,
+                                SHIFTS[0], SHIFTS[-1]))
+    return 1 << shift
 
 
 class Writer(object):
@@ -123,110 +147,19 @@ class Writer(object):
         self.size_asked = None
         # Whether the VDI carries the partial marker (mark_partial done).
         self.marked = False
-        self.created = set()
-        self.recorded = set()
-        self._acked = []
-        # (index, slot) of acknowledged objects not hashed yet: they
-        # keep their place in the window, and their slot.
-        self._held = []
-        self._digest = None
-        self._in_flight = collections.deque()
-        self._records = []
+        self.window = window.Window(session, settings)
         # Whether a write may still land after clean_up (see drain).
         self.abandoned = False
 
-    # -- requests --------------------------------------------------------
+    @property
+    def created(self):
+        """Indexes of the objects sent (``window.Window.created``)."""
+        return self.window.created
 
-    def _harvest(self):
-        """Collect answered writes and records; record acked objects."""
-        if any(request.done for request in self._in_flight):
-            waiting = collections.deque()
-            for request in self._in_flight:
-                if not request.done:
-                    waiting.append(request)
-                    continue
-                self._held.append(request.tag)
-                self._acked.append(request.tag[0])
-            self._in_flight = waiting
-        self._give_hashed()
-        still = []
-        for request in self._records:
-            if request.done:
-                first, count = request.tag
-                self.recorded.update(range(first, first + count))
-            else:
-                still.append(request)
-        self._records = still
-        if self._acked:
-            requests = [vdi_ops.record(self.vdi, first, count)
-                        for first, count in vdi_ops.runs(self._acked)]
-            self._acked = []
-            self.session.send(requests)
-            self._records.extend(requests)
-
-    def _wait_oldest(self):
-        self.session.complete(self._in_flight[0])
-        self._harvest()
-
-    def _make_room(self):
-        """Wait until the window and budget allow one more object.
-
-        Before the object is read, not once it is: the object being
-        filled takes its place in the window (and its slot), so that an
-        upload holds at most ``write_concurrency`` objects, and all the
-        uploads of the process one each plus the budget's. Returns
-        whether it took a slot.
-        """
-        self._give_hashed()
-        while True:
-            taken = len(self._in_flight) + len(self._held)
-            if not taken:
-                return False
-            if (taken < self.settings.write_concurrency and
-                    budget.WRITERS.take(1, self.settings.write_budget)):
-                return True
-            if self._in_flight:
-                self._wait_oldest()
-            else:  # only objects acknowledged but not hashed yet
-                self._digest.catch_up()
-                self._give_hashed()
-
-    def _send_object(self, index, pieces, slot):
-        """Send one object's data in the room _make_room made for it."""
-        inode = self.vdi.inode
-        request = connection.Request(
-            proto.OP_CREATE_AND_WRITE_OBJ, proto.data_oid(self.vdi.vid,
-                                                          index), 0,
-            flags=proto.FLAG_CMD_WRITE | proto.FLAG_CMD_DIRECT,
-            payload=pieces, copies=inode.nr_copies,
-            copy_policy=inode.copy_policy, tag=(index, slot))
-        self.created.add(index)
-        self._in_flight.append(request)
-        try:
-            self.session.send([request])
-        except BaseException:
-            self._in_flight.pop()
-            if slot:
-                budget.WRITERS.give(1)
-            raise
-        hub_safe.give_way()
-
-    def _give_hashed(self):
-        """Let go of acknowledged objects already hashed, and their slots."""
-        if self._held:
-            hashed = self._digest.objects_hashed()
-            keep = [tag for tag in self._held if tag[0] >= hashed]
-            budget.WRITERS.give(sum(1 for tag in self._held
-                                    if tag[1] and tag[0] < hashed))
-            self._held = keep
-
-    def _release_slots(self):
-        budget.WRITERS.give(sum(1 for tag in self._held if tag[1]))
-        self._held = []
-        while self._in_flight:
-            request = self._in_flight.popleft()
-            if request.tag[1]:
-                budget.WRITERS.give(1)
+    @property
+    def recorded(self):
+        """Indexes recorded in the inode (``window.Window.recorded``)."""
+        return self.window.recorded
 
     # -- data ------------------------------------------------------------
 
@@ -267,7 +200,6 @@ class Writer(object):
         as they are: wrapped again, each read would go through two
         layers.
         """
-        self._digest = digest
         try:
             written = self._write(source, digest, image_size)
         except BaseException:
@@ -281,40 +213,8 @@ class Writer(object):
             digest.settle()
         finally:
             # Every write was answered: only slots held for hashing.
-            self._release_slots()
+            self.window.release_slots()
         return written
-
-    def _object_size(self):
-        """The object size NEW_VDI will give the VDI: the cluster's.
-
-        Asked before NEW_VDI (GET_CLUSTER_DEFAULT, sheep 1.0 on), so
-        that a size past a flat inode is refused before anything is
-        written and an upload of unknown size is created at its bound
-        (``_write``). Sheep 0.9 does not know the request and answers
-        INVALID_PARMS (sheep/request.c: no such opcode); its objects
-        are all SD_DATA_OBJ_SIZE (sheep/vdi.c), 4 MiB. Any other
-        failure fails the upload: a guessed size could create a VDI
-        larger than its table.
-        """
-        answer = self.session.call_raw(connection.Request(
-            proto.OP_GET_CLUSTER_DEFAULT))
-        if answer.result == proto.INVALID_PARMS:
-            LOG.debug('%s does not know GET_CLUSTER_DEFAULT (sheep 0.9): '
-                      'objects of %d bytes', self.session.where(),
-                      FIXED_OBJECT_SIZE)
-            return FIXED_OBJECT_SIZE
-        if answer.result != proto.SUCCESS:
-            raise connection.error_for(answer.result, self.session.where(),
-                                       'GET_CLUSTER_DEFAULT', self.name)
-        # sd_rsp.cluster_default: nr_copies, copy_policy, block_size_shift
-        # in the bytes GET_NODE_LIST's nr_nodes takes.
-        shift = (answer.response.nr_nodes >> 16) & 0xff
-        if shift not in SHIFTS:
-            raise proto.ProtocolError(
-                '%s answered block_size_shift %d to GET_CLUSTER_DEFAULT '
-                '(not %d to %d)' % (self.session.where(), shift,
-                                    SHIFTS[0], SHIFTS[-1]))
-        return 1 << shift
 
     def _create(self, size):
         """Create (or adopt, see ``vdi.create``) and mark the VDI.
@@ -353,7 +253,7 @@ class Writer(object):
         self.marked = True
 
     def _write(self, source, digest, image_size):
-        object_size = self._object_size()
+        object_size = cluster_object_size(self.session, self.name)
         limit = object_size * MAX_OBJECTS
         known = image_size > 0
         if image_size > limit:
@@ -378,6 +278,7 @@ class Writer(object):
                 'not the %d its cluster default said' % (
                     self.session.where(), self.name, self.vdi.object_size,
                     object_size))
+        self.window.begin(self.vdi, digest)
         offset = 0
         index = 0
         while not known or offset < image_size:
@@ -393,7 +294,7 @@ class Writer(object):
             want = object_size
             if known:
                 want = min(object_size, image_size - offset)
-            slot = self._make_room()
+            slot = self.window.make_room()
             sent = False
             try:
                 pieces, length, zero = self._fill(source, digest, want)
@@ -406,7 +307,7 @@ class Writer(object):
                     break
                 if not zero:
                     sent = True  # the request owns the slot from here
-                    self._send_object(index, pieces, slot)
+                    self.window.send(index, pieces, slot)
             finally:
                 if slot and not sent:
                     budget.WRITERS.give(1)
@@ -419,11 +320,7 @@ class Writer(object):
             raise exceptions.Invalid(
                 message='image data is larger than the %d bytes announced'
                 % image_size)
-        while self._in_flight:
-            self._wait_oldest()
-        while self._records:
-            self.session.complete(self._records[0])
-            self._harvest()
+        self.window.finish()
         if self.created != self.recorded:
             raise exceptions.BackendException(
                 'upload of %s: %d object(s) written but not recorded'
@@ -475,7 +372,7 @@ class Writer(object):
 
     def clean_up(self):
         """Remove what this failed upload left (``leftovers.clean_up``)."""
-        self._release_slots()
+        self.window.release_slots()
         leftovers.clean_up(self)
 
 
