@@ -184,10 +184,11 @@ class Digest(object):
         finally:
             # Every hash's last pieces started before any is waited for,
             # so that they are hashed side by side.
-            errors = [worker.start_rest() for worker in workers or ()]
-            errors = [error or worker.settle()
-                      for error, worker in zip(errors, workers or ())]
-            for error in errors:
+            workers = workers or ()
+            started = [worker.start_rest() for worker in workers]
+            # Every worker ended, whatever the errors.
+            ended = [worker.settle() for worker in workers]
+            for error in started + ended:
                 if error is not None:
                     raise error[1]
 

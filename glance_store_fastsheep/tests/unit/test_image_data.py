@@ -138,6 +138,15 @@ class DigestWorkersTest(base.BaseTestCase):
         self.assertEqual([], [t for t in workers if t.is_alive()])
 
 
+def _live_greenlets():
+    import gc
+
+    import greenlet
+    return len([thing for thing in gc.get_objects()
+                if isinstance(thing, greenlet.greenlet) and thing
+                and not thing.dead])
+
+
 def green_digest():
     """DigestGreenTest's digest, in a monkey-patched child (green_child)."""
     from eventlet import patcher
@@ -166,20 +175,24 @@ def green_digest():
     digest.settle()
     ticks = ticker.stop()
     data = b''.join(pieces)
+    live = _live_greenlets()
     failing = image_data.Digest([hashlib.md5()], Broken())
     failing.feed(b'x')
     failing.end_object()
+    # Its last object starts after the error of the one before.
+    failing.feed(b'y')
     try:
         failing.settle()
         error = None
     except ValueError as exc:
         error = str(exc)
+    ended = _live_greenlets() == live
     return {'md5': md5.hasher.hexdigest() == hashlib.md5(data).hexdigest(),
             'sha512': (sha512.hasher.hexdigest() ==
                        hashlib.sha512(data).hexdigest()),
             'off_hub': hub_thread not in threads and bool(threads),
             'behind': behind, 'hashed': digest.objects_hashed(),
-            'error': error, 'ticks': ticks}
+            'error': error, 'ended': ended, 'ticks': ticks}
 
 
 class DigestGreenTest(base.BaseTestCase):
@@ -190,7 +203,8 @@ class DigestGreenTest(base.BaseTestCase):
         self.assertEqual(
             {'md5': True, 'sha512': True, 'off_hub': True,
              'behind': [1, 1, 1, 1], 'hashed': 4,
-             'error': 'verifier refused the data'},
-            dict((key, report[key]) for key in ('md5', 'sha512', 'off_hub',
-                                                'behind', 'hashed', 'error')))
+             'error': 'verifier refused the data', 'ended': True},
+            dict((key, report[key]) for key in (
+                'md5', 'sha512', 'off_hub', 'behind', 'hashed', 'error',
+                'ended')))
         self.assertGreater(report['ticks'], 0)
