@@ -43,7 +43,9 @@ POLL_INTERVAL = 0.2
 
 
 def _ask(cluster, node, name):
-    """node's RecoveryState, or None when it cannot tell.
+    """node's RecoveryState and the epoch it answered in.
+
+    The state is None when the sheep cannot tell.
 
     A sheep that answers STAT_RECOVERY with an error knows no such
     operation (a fake or an emulator): it recovers nothing.
@@ -64,23 +66,29 @@ def _ask(cluster, node, name):
             answer = session.call_raw(request, retry=False)
             if answer.result == proto.VER_MISMATCH:
                 continue
+            epoch = answer.response.epoch if answer.response else None
             if answer.result != proto.SUCCESS:
                 LOG.debug('%s does not tell its recovery state: %s',
                           session.where(), proto.result_text(answer.result))
-                return None
-            return proto.unpack_recovery_state(buf)
-        return None
+                return None, epoch
+            return proto.unpack_recovery_state(buf), epoch
+        return None, None
     finally:
         # Nothing it sends changes anything: no late copy to park.
         session.close()
 
 
-def recovering(cluster, name):
-    """The members that are recovering objects, or that did not answer."""
+def recovering(cluster, name, epoch=None):
+    """The members that are recovering objects, or that did not answer.
+
+    A member that answers in an epoch older than epoch (the newest an
+    operation saw) has not taken that membership change in, so it has
+    not started the recovery it brings: it counts as recovering.
+    """
     busy = []
     for node in cluster.membership.members:
         try:
-            state = _ask(cluster, node, name)
+            state, answered = _ask(cluster, node, name)
         except connection.Unreachable:
             # Refused: a sheep that left; the epoch moved on without it.
             continue
@@ -89,18 +97,20 @@ def recovering(cluster, name):
                       node[0], node[1], exc)
             busy.append(node)
             continue
-        if state is not None and state.in_recovery:
+        if state is not None and state.in_recovery or (
+                epoch is not None and answered is not None and
+                answered < epoch):
             busy.append(node)
     return busy
 
 
-def wait_until_recovered(cluster, name, deadline):
+def wait_until_recovered(cluster, name, deadline, epoch=None):
     """Return once no member recovers; BackendException at deadline.
 
-    deadline: a ``timeutils.now()`` value.
+    deadline: a ``timeutils.now()`` value; epoch: see ``recovering``.
     """
     while True:
-        busy = recovering(cluster, name)
+        busy = recovering(cluster, name, epoch)
         if not busy:
             return
         if timeutils.now() >= deadline:

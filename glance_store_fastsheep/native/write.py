@@ -353,7 +353,7 @@ class Writer(object):
                      'written: rewriting its inode once no member '
                      'recovers objects', epochs[0], epochs[1], self.name)
             recovery.wait_until_recovered(self.session.cluster, self.name,
-                                          deadline)
+                                          deadline, epochs[1])
             requests = [vdi_ops.record(self.vdi, first, count)
                         for first, count in vdi_ops.runs(self.recorded)]
             if size is not None:
@@ -363,7 +363,10 @@ class Writer(object):
             self.session.send(requests)
             for request in requests:
                 self.session.complete(request)
-            if self.session.epochs == epochs:
+            # A recovery that started after the wait (a member that took
+            # the change in late) may still overwrite what was written.
+            if self.session.epochs == epochs and not recovery.recovering(
+                    self.session.cluster, self.name, epochs[1]):
                 return
 
     def drain(self):

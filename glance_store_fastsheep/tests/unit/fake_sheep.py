@@ -187,6 +187,9 @@ class FakeSheep(object):
         # (see _start_recovery); recovered is set once it ends.
         self.recover_at = None
         self.creates = 0
+        # An epoch this sheep answers with instead of the cluster's: a
+        # member that has not taken a membership change in yet.
+        self.lagging_epoch = None
         self.recovered = threading.Event()
         # (image, index) of entries recorded before their object existed.
         self.dangling = []
@@ -902,9 +905,9 @@ class _Stamped(object):
         self._sheep = sheep
 
     def sendall(self, data):
-        if self._sheep.epoch:
-            data = (data[:4] + struct.pack('<I', self._sheep.epoch) +
-                    data[8:])
+        epoch = self._sheep.lagging_epoch or self._sheep.epoch
+        if epoch:
+            data = data[:4] + struct.pack('<I', epoch) + data[8:]
         self._conn.sendall(data)
 
     def __getattr__(self, name):

@@ -77,3 +77,18 @@ class RecoveryTest(test_native_failover.ClientTestCase):
         self.assertEqual({}, self.first.objects)
         self.assertEqual({}, self.first.attrs)
         self.assertNothingLeft()
+
+    def test_a_member_behind_the_epoch_counts_as_recovering(self):
+        # The second member answers in the epoch before the change: it
+        # has not started the recovery the change brings, so nothing is
+        # rewritten while it may still overwrite; past the transfer
+        # timeout the upload fails and is removed.
+        self.settings.transfer_timeout = 1.0
+        self.first.recover_at = (2, 0.1)
+        self.second.lagging_epoch = self.first.epoch
+        error = self.assertRaises(exceptions.BackendException, self.write,
+                                  os.urandom(4 * OBJECT))
+        self.assertIn('still recover objects', str(error))
+        self.assertIn('127.0.0.1:%d' % self.second.port, str(error))
+        self.assertEqual([], [name for name, _snap in self.first.images])
+        self.assertNothingLeft()
