@@ -1,6 +1,8 @@
 #!/bin/bash
 # Usage: run-tests.sh KINDS [stestr run arguments]
-# Run the tests of each kind in KINDS ("unit", "functional", "real") of
+# Run the tests of each kind in KINDS ("unit", "functional", "real";
+# "real=REGEX": only that kind's tests matching REGEX, unless filters
+# are given) of
 # every package that has them (PACKAGE/tests/KIND: both plugins and the
 # sheepdog emulator), passing stestr run's arguments on: `tox -e py3 --
 # REGEX` must not fail because one package has no test matching REGEX.
@@ -31,23 +33,28 @@ if prefix=$(bash tools/build-sheepdog.sh); then
     echo "run-tests: real sheepdog at $prefix (SHEEPDOG_PREFIX)"
     SHEEPDOG_PREFIX=$prefix
     export SHEEPDOG_PREFIX
-elif [[ " $kinds " == *" real "* ]]; then
+elif [[ " $kinds " == *" real"[\ =]* ]]; then
     echo "run-tests: the real-cluster tests will skip or fail: no sheepdog"
 fi
 ran=0
-for kind in $kinds; do
+for spec in $kinds; do
+    kind=${spec%%=*}
+    args=("$@")
+    if [ "$kind" != "$spec" ] && [ $# = 0 ]; then
+        args=("${spec#*=}")
+    fi
     for path in ./*/tests/"$kind"; do
         [ -d "$path" ] || continue
         package=${path#./}
         package=${package%%/*}
-        if [ $# -gt 0 ] && [ $filters_only = 1 ]; then
-            matches=$(stestr --test-path "$path" list "$@" || true)
+        if [ ${#args[@]} -gt 0 ] && [ $filters_only = 1 ]; then
+            matches=$(stestr --test-path "$path" list ${args[@]+"${args[@]}"} || true)
             if [ -z "$matches" ]; then
-                echo "run-tests: no $package $kind test matches: $*"
+                echo "run-tests: no $package $kind test matches: ${args[*]}"
                 continue
             fi
         fi
-        stestr --test-path "$path" run "$@"
+        stestr --test-path "$path" run ${args[@]+"${args[@]}"}
         ran=1
     done
 done
