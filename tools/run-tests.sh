@@ -48,7 +48,8 @@ for spec in $kinds; do
         package=${path#./}
         package=${package%%/*}
         if [ ${#args[@]} -gt 0 ] && [ $filters_only = 1 ]; then
-            matches=$(stestr --test-path "$path" list ${args[@]+"${args[@]}"} || true)
+            matches=$(stestr --test-path "$path" list \
+                ${args[@]+"${args[@]}"} || true)
             if [ -z "$matches" ]; then
                 echo "run-tests: no $package $kind test matches: ${args[*]}"
                 continue

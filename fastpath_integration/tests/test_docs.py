@@ -375,7 +375,7 @@ def registered_namespaces(topdir):
 # tox.ini's factor-conditional lines: ``queens: glance_store==0.23.0``,
 # ``yoga-!py39: python3.8``.
 FACTOR_LINE = re.compile(r'^([A-Za-z0-9.!,-]+):\s+(.*)$')
-RUN_TESTS = re.compile(r'run-tests\.sh\s+(?:"([a-z ]+)"|([a-z]+))')
+RUN_TESTS = re.compile(r'run-tests\.sh\s+(?:"([a-z_= ]+)"|([a-z]+))')
 TOX_SCRIPT = re.compile(r'\{toxinidir\}/(tools/[\w.-]+\.sh)')
 PIN = re.compile(r'^eventlet===(\S+)\s*$', re.MULTILINE)
 
