@@ -25,12 +25,11 @@ import sys
 import tempfile
 
 from fastpath_integration.bench import clusters
+from fastpath_integration.bench import glance26
 from fastpath_integration.bench import runner
 from fastpath_integration.harness import venvs
 
-MIB = 1 << 20
-VENV = 'openstack-2026.1'
-PYTHON = (3, 13)
+MIB = glance26.MIB
 
 TABLE = runner.Table(
     'glance 2026.1 image API on a real cluster (Python 3.13)',
@@ -72,7 +71,8 @@ def run(args, report):
     rounds = args.api26_rounds or (2 if args.quick else 3)
     size = 64 * MIB if args.quick else args.size_bytes
     try:
-        venv = venvs.ensure_venv(VENV, python=venvs.interpreter(PYTHON))
+        venv = venvs.ensure_venv(glance26.VENV,
+                                 python=venvs.interpreter(glance26.PYTHON))
         top = os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__))))
         with tempfile.NamedTemporaryFile(suffix='.json') as out:
