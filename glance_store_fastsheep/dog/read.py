@@ -11,11 +11,11 @@
 # under the License.
 """Downloads: one ``dog vdi read`` process streamed per transfer.
 
-The Pike driver started one process per 64 MiB chunk and collected each
-chunk whole in memory. Here one child serves the whole range, its output
-is read into a reused buffer and handed out in read-size pieces, and the
-number of bytes is checked against what was asked for: a child that dies
-or stops early is an error, never a shorter image.
+One child serves the whole range, so a download pays one process start
+and never holds more than one buffer: its output is read into a reused
+buffer and handed out in read-size pieces. The number of bytes is
+checked against what was asked for: a child that dies or stops early is
+an error, never a shorter image.
 """
 
 import threading

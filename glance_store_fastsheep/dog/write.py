@@ -18,8 +18,9 @@ piece is hashed, given to the verifier and written to the current child's
 stdin in that order, so memory never holds a chunk when the size is
 known. Up to ``write_concurrency`` children exist at once: the ones for
 the next chunks are started before their data arrives and the finished
-ones commit and exit while the next chunk streams, which is where a
-write-then-wait loop loses its time (the CephFS kernel client lesson).
+ones commit and exit while the next chunk streams: a loop that waited
+for each chunk's commit before sending the next would leave the link
+idle for one round trip and one process start per chunk.
 Every child beyond an upload's first one holds a slot of the process's
 write budget (budget.WRITERS) while it exists.
 """
