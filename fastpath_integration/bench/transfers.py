@@ -315,13 +315,14 @@ class _AllReaders(object):
 
     def get(self, loc):
         from glance_store_fastsheep.dog import readahead
+        from glance_store_fastsheep.dog import readplan
         from glance_store_fastsheep import stream
         where = loc.store_location
         size = self.store.get_size(loc)
         return stream.Stream(
             readahead.pieces, self.store.client.dog, self.store.settings,
             where.addr, where.port, where.image, 0, size,
-            lambda most: readahead.ReaderRamp(most, start=most)), size
+            lambda most: readplan.ReaderRamp(most, start=most)), size
 
 
 def _get_row(params):

@@ -20,7 +20,9 @@ import fixtures
 from glance_store import exceptions
 
 from glance_store_fastsheep import budget
+from glance_store_fastsheep.dog import fetch
 from glance_store_fastsheep.dog import readahead
+from glance_store_fastsheep.dog import readplan
 from glance_store_fastsheep import stream as stream_mod
 from glance_store_fastsheep.tests.functional import base
 from glance_store_fastsheep.tests.unit import base as unit_base
@@ -29,14 +31,14 @@ OBJECT = 4 * base.MIB
 WINDOW = 2 * OBJECT  # sheepdog_store_read_window = 8 (MiB)
 
 
-class _AllReaders(readahead.ReaderRamp):
+class _AllReaders(readplan.ReaderRamp):
     """The configured maximum from the start: the windows, not timing."""
 
     def __init__(self, maximum, clock=None):
         super(_AllReaders, self).__init__(maximum, start=maximum)
 
 
-class _OneReader(readahead.ReaderRamp):
+class _OneReader(readplan.ReaderRamp):
     """Settled at one reader from the start, as on a hot cache."""
 
     def __init__(self, maximum, clock=None):
@@ -44,7 +46,7 @@ class _OneReader(readahead.ReaderRamp):
         self.settled = True
 
 
-class _SecondReaderAtOnce(readahead.ReaderRamp):
+class _SecondReaderAtOnce(readplan.ReaderRamp):
     """Two readers from the first sample on: the first reader is cut."""
 
     def sample(self, received, waited, idle, ready=True, others=0):
@@ -95,7 +97,7 @@ class _Base(base.FunctionalTestCase):
     def setUp(self):
         super(_Base, self).setUp()
         if self.RAMP is not None:
-            self.useFixture(fixtures.MockPatchObject(readahead, 'ReaderRamp',
+            self.useFixture(fixtures.MockPatchObject(readplan, 'ReaderRamp',
                                                      self.RAMP))
         self.data = os.urandom(5 * WINDOW + OBJECT + 12345)
         self.sheep.create_vdi('img', self.data)
@@ -126,9 +128,9 @@ class ReadAheadTest(_Base):
 
     def test_windows_helper(self):
         self.assertEqual([(3, 8 - 3), (8, 8), (16, 2)],
-                         list(readahead.windows(3, 15, 8)))
-        self.assertEqual([(0, 8)], list(readahead.windows(0, 8, 8)))
-        self.assertEqual([], list(readahead.windows(5, 0, 8)))
+                         list(readplan.windows(3, 15, 8)))
+        self.assertEqual([(0, 8)], list(readplan.windows(0, 8, 8)))
+        self.assertEqual([], list(readplan.windows(5, 0, 8)))
 
     def test_whole_image_in_order(self):
         stream, length = self.sd.get(self.location('img'))
@@ -137,7 +139,7 @@ class ReadAheadTest(_Base):
         self.assertEqual(len(self.data), length)
         reads = sorted(self.reads())
         # Object-aligned windows, each asked for exactly its bytes.
-        self.assertEqual(list(readahead.windows(0, len(self.data), WINDOW)),
+        self.assertEqual(list(readplan.windows(0, len(self.data), WINDOW)),
                          reads)
         for offset, _length in reads:
             self.assertEqual(0, offset % OBJECT)
@@ -250,10 +252,10 @@ class OneReaderTest(_Base):
         # The consumer stalls: nothing reads ahead of it (no worker, no
         # queue), so what was read from the pipe is what was yielded.
         time.sleep(0.2)
-        fetch = stream._gen.gi_frame.f_locals['download'].fetches[0]
-        self.assertIsInstance(fetch, readahead.InlineFetch)
-        self.assertEqual(len(self.data), fetch.length)
-        self.assertEqual(len(got[0]), fetch.delivered)
+        head = stream._gen.gi_frame.f_locals['download'].fetches[0]
+        self.assertIsInstance(head, fetch.InlineFetch)
+        self.assertEqual(len(self.data), head.length)
+        self.assertEqual(len(got[0]), head.delivered)
         self.assertEqual([], [t.name for t in threading.enumerate()
                               if t.name.startswith('fastsheep-window')])
         got.extend(iterator)
@@ -275,8 +277,8 @@ class RampTest(_Base):
         self.assertEqual((0, len(self.data)), reads[0])
         cut = reads[1][0]
         self.assertEqual(0, cut % WINDOW)
-        self.assertEqual(list(readahead.windows(cut, len(self.data) - cut,
-                                                WINDOW)), reads[1:])
+        self.assertEqual(list(readplan.windows(cut, len(self.data) - cut,
+                                               WINDOW)), reads[1:])
         self.assertLessEqual(2, len(reads[1:]))
         self.assertNothingLeft(['img'])
 
@@ -296,7 +298,7 @@ class RampArgumentTest(_Base):
 
     def test_every_reader_from_the_start(self):
         stream = self.stream(
-            lambda most: readahead.ReaderRamp(most, start=most))
+            lambda most: readplan.ReaderRamp(most, start=most))
         self.addCleanup(stream.close)
         iterator = iter(stream)
         got = [next(iterator)]
@@ -307,7 +309,7 @@ class RampArgumentTest(_Base):
                          self.window_offsets(stream))
         got.extend(iterator)
         self.assertEqual(self.data, b''.join(got))
-        self.assertEqual(list(readahead.windows(0, len(self.data), WINDOW)),
+        self.assertEqual(list(readplan.windows(0, len(self.data), WINDOW)),
                          sorted(self.reads()))
         self.assertNothingLeft(['img'])
 
@@ -326,7 +328,7 @@ class RampArgumentTest(_Base):
 
         def ramp(most):
             asked.append(most)
-            return readahead.ReaderRamp(most, start=2)
+            return readplan.ReaderRamp(most, start=2)
         stream = stream_mod.Stream(
             readahead.pieces, self.sd.client.dog, self.sd.settings,
             self.sheep.address, self.sheep.port, 'img', 0, 2 * WINDOW, ramp)
@@ -350,8 +352,8 @@ class CutTest(_Base):
         self.assertEqual((0, len(self.data)), reads[0])
         cut = reads[1][0]
         self.assertEqual(WINDOW, cut)
-        self.assertEqual(list(readahead.windows(cut, len(self.data) - cut,
-                                                WINDOW)), reads[1:])
+        self.assertEqual(list(readplan.windows(cut, len(self.data) - cut,
+                                               WINDOW)), reads[1:])
         self.assertNothingLeft(['img'])
 
     def test_short_output_before_the_cut_fails(self):
@@ -411,7 +413,7 @@ class BudgetTest(_Base):
         got, held = self.read_checking_budget(sd, 2 * WINDOW)
         self.assertEqual(self.data, got)
         self.assertEqual(2 * WINDOW, max(held))
-        self.assertEqual(list(readahead.windows(0, len(self.data), WINDOW)),
+        self.assertEqual(list(readplan.windows(0, len(self.data), WINDOW)),
                          sorted(self.reads()))
         self.assertNothingLeft(['img'])
 
@@ -422,8 +424,8 @@ class BudgetTest(_Base):
         stream, _length = sd.get(self.location('img'))
         iterator = iter(stream)
         got = [next(iterator)]
-        fetch = stream._gen.gi_frame.f_locals['download'].fetches[0]
-        self.assertIsInstance(fetch, readahead.InlineFetch)
+        head = stream._gen.gi_frame.f_locals['download'].fetches[0]
+        self.assertIsInstance(head, fetch.InlineFetch)
         got.extend(iterator)
         self.assertEqual(self.data, b''.join(got))
         self.assertEqual([(0, len(self.data))], self.reads())
@@ -522,7 +524,7 @@ class BusyClusterTest(_Base):
     def test_no_second_reader_beside_busy_readers(self):
         self.sheep.set_knobs(object_service_ms=40)
         # The readers of other downloads of this process, as counted.
-        others = _other_readers(self, readahead.ReaderRamp.BUSY_READERS)
+        others = _other_readers(self, readplan.ReaderRamp.BUSY_READERS)
         stream, _length = self.sd.get(self.location('img'))
         self.assertEqual(self.data, b''.join(stream))
         # What RampTest shows cut into windows stays one reader here.

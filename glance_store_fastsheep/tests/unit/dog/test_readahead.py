@@ -16,16 +16,18 @@ import os
 from oslotest import base
 import six
 
+from glance_store_fastsheep.dog import fetch
 from glance_store_fastsheep.dog import readahead
+from glance_store_fastsheep.dog import readplan
 
 
 class WindowsTest(base.BaseTestCase):
 
     def test_inner_boundaries_on_multiples(self):
         self.assertEqual([(3, 5), (8, 8), (16, 2)],
-                         list(readahead.windows(3, 15, 8)))
-        self.assertEqual([(0, 8)], list(readahead.windows(0, 8, 8)))
-        self.assertEqual([], list(readahead.windows(5, 0, 8)))
+                         list(readplan.windows(3, 15, 8)))
+        self.assertEqual([(0, 8)], list(readplan.windows(0, 8, 8)))
+        self.assertEqual([], list(readplan.windows(5, 0, 8)))
 
 
 class _Settings(object):
@@ -41,20 +43,20 @@ class PlanTest(base.BaseTestCase):
         for offset in (0, 1, 7, 8, 9):
             for length in (0, 1, 7, 8, 9, 15, 16, 17, 40):
                 self.assertEqual(
-                    len(list(readahead.windows(offset, length, 8))),
-                    readahead.count_windows(offset, length, 8))
+                    len(list(readplan.windows(offset, length, 8))),
+                    readplan.count_windows(offset, length, 8))
 
     def test_plan_yields_the_windows(self):
-        plan = readahead.Plan(3, 18, 8)
+        plan = readplan.Plan(3, 18, 8)
         self.assertEqual(3, len(plan))
         got = []
         while plan:
             got.append(plan.popleft())
-        self.assertEqual(list(readahead.windows(3, 15, 8)), got)
+        self.assertEqual(list(readplan.windows(3, 15, 8)), got)
         self.assertEqual(0, len(plan))
 
     def test_plan_of_the_rest_as_one_range(self):
-        plan = readahead.Plan(3, 18, 8)
+        plan = readplan.Plan(3, 18, 8)
         plan.popleft()
         plan.whole()
         self.assertEqual(1, len(plan))
@@ -67,7 +69,7 @@ class PlanTest(base.BaseTestCase):
         length = (1 << 64) - 1
         download = readahead._Download(
             None, _Settings(), '127.0.0.1', 7000, 'img', 0, length,
-            lambda most: readahead.ReaderRamp(most, start=most))
+            lambda most: readplan.ReaderRamp(most, start=most))
         self.addCleanup(download.close)
         self.assertEqual(_Settings.read_concurrency, download.ramp.level)
         self.assertEqual(1 << 42, len(download.plan))
@@ -82,14 +84,14 @@ class PlanTest(base.BaseTestCase):
 class BufferPoolTest(base.BaseTestCase):
 
     def test_buffers_are_reused(self):
-        pool = readahead.BufferPool(4096)
+        pool = fetch.BufferPool(4096)
         first = pool.get()
         pool.put(first)
         self.assertIs(first, pool.get())
         self.assertIsNot(first, pool.get())
 
     def test_buffers_take_reads_and_give_bytes(self):
-        pool = readahead.BufferPool(16)
+        pool = fetch.BufferPool(16)
         buffer = pool.get()
         self.assertEqual(16, len(buffer))
         read_fd, write_fd = os.pipe()
@@ -104,7 +106,7 @@ class BufferPoolTest(base.BaseTestCase):
     def test_python3_buffers_are_mappings_of_their_own(self):
         # Not malloc blocks: those of short-lived worker threads stay in
         # per-thread arenas after the transfer frees them.
-        buffer = readahead.BufferPool(1 << 20).get()
+        buffer = fetch.BufferPool(1 << 20).get()
         if six.PY3:
             self.assertIsInstance(buffer, mmap.mmap)
         else:
@@ -150,7 +152,7 @@ class ReaderRampTest(base.BaseTestCase):
                            others=others)
 
     def test_one_reader_when_the_consumer_sets_the_pace(self):
-        ramp = readahead.ReaderRamp(4, clock=self.clock)
+        ramp = readplan.ReaderRamp(4, clock=self.clock)
         self.assertEqual(1, self.run_sample(ramp, 600, 0.05))
         self.assertTrue(ramp.settled)
         # Settled: no later sample changes it.
@@ -159,12 +161,12 @@ class ReaderRampTest(base.BaseTestCase):
     def test_one_reader_when_this_process_sets_the_pace(self):
         # The consumer waits, but the reader never waits on its dog: the
         # CPU of this process, not dog, is the limit (a hot cache).
-        ramp = readahead.ReaderRamp(4, clock=self.clock)
+        ramp = readplan.ReaderRamp(4, clock=self.clock)
         self.assertEqual(1, self.run_sample(ramp, 900, 0.6, idle=0.02))
         self.assertTrue(ramp.settled)
 
     def test_adds_readers_while_each_raises_the_rate(self):
-        ramp = readahead.ReaderRamp(8, clock=self.clock)
+        ramp = readplan.ReaderRamp(8, clock=self.clock)
         # One reader waiting on dog 60% of the time: 2.5 would be busy.
         self.assertEqual(3, self.run_sample(ramp, 300, 0.6))
         self.assertEqual(7, self.run_sample(ramp, 550, 0.6, idle=0.55))
@@ -176,13 +178,13 @@ class ReaderRampTest(base.BaseTestCase):
 
     def test_as_many_readers_as_keep_dog_busy_at_once(self):
         # Waiting on dog 70% of the time: 3.3 readers would be busy.
-        ramp = readahead.ReaderRamp(8, clock=self.clock)
+        ramp = readplan.ReaderRamp(8, clock=self.clock)
         self.assertEqual(4, self.run_sample(ramp, 300, 0.7))
-        ramp = readahead.ReaderRamp(3, clock=self.clock)
+        ramp = readplan.ReaderRamp(3, clock=self.clock)
         self.assertEqual(3, self.run_sample(ramp, 300, 0.7))
 
     def test_readers_that_do_not_pay_are_given_back(self):
-        ramp = readahead.ReaderRamp(8, clock=self.clock)
+        ramp = readplan.ReaderRamp(8, clock=self.clock)
         self.assertEqual(3, self.run_sample(ramp, 300, 0.6))
         self.assertEqual(7, self.run_sample(ramp, 500, 0.6, idle=0.55))
         # The last four readers added under 20%: back to three, for good.
@@ -193,12 +195,12 @@ class ReaderRampTest(base.BaseTestCase):
     def test_short_samples_decide_nothing(self):
         # Too short in time; too few bytes.
         for rate, seconds in ((2000, 0.01), (10, 0.5)):
-            ramp = readahead.ReaderRamp(4, clock=self.clock)
+            ramp = readplan.ReaderRamp(4, clock=self.clock)
             self.assertEqual(1, self.run_sample(ramp, rate, 0.9, seconds))
             self.assertFalse(ramp.settled)
 
     def test_start_up_is_not_sampled(self):
-        ramp = readahead.ReaderRamp(4, clock=self.clock)
+        ramp = readplan.ReaderRamp(4, clock=self.clock)
         # Readers not all sending yet: no sample starts.
         ramp.sample(0, 0.0, 0.0, ready=False)
         self.clock.now += 1.0
@@ -206,12 +208,12 @@ class ReaderRampTest(base.BaseTestCase):
         self.assertEqual(3, self.run_sample(ramp, 300, 0.6))
 
     def test_a_maximum_of_one_is_settled(self):
-        ramp = readahead.ReaderRamp(1, clock=self.clock)
+        ramp = readplan.ReaderRamp(1, clock=self.clock)
         self.assertTrue(ramp.settled)
         self.assertEqual(1, self.run_sample(ramp, 10, 1.0))
 
     def test_start_at_the_maximum_is_every_reader_settled(self):
-        ramp = readahead.ReaderRamp(4, clock=self.clock, start=4)
+        ramp = readplan.ReaderRamp(4, clock=self.clock, start=4)
         self.assertEqual((4, True), (ramp.level, ramp.settled))
         # Nothing the download does moves it: a fixed read-ahead.
         self.assertEqual(4, self.run_sample(ramp, 10, 1.0))
@@ -219,34 +221,34 @@ class ReaderRampTest(base.BaseTestCase):
 
     def test_start_is_at_most_the_maximum_and_at_least_one(self):
         for start, level in ((9, 3), (0, 1)):
-            ramp = readahead.ReaderRamp(3, clock=self.clock, start=start)
+            ramp = readplan.ReaderRamp(3, clock=self.clock, start=start)
             self.assertEqual(level, ramp.level)
             self.assertEqual(level == 3, ramp.settled)
 
     def test_a_start_below_the_maximum_still_ramps(self):
-        ramp = readahead.ReaderRamp(8, clock=self.clock, start=2)
+        ramp = readplan.ReaderRamp(8, clock=self.clock, start=2)
         self.assertFalse(ramp.settled)
         # Two readers waiting 70% of the time: 2 / 0.3 = 6.7 keep dog
         # busy.
         self.assertEqual(7, self.run_sample(ramp, 300, 0.7))
 
     def test_hold_settles_where_readers_run(self):
-        ramp = readahead.ReaderRamp(4, clock=self.clock)
+        ramp = readplan.ReaderRamp(4, clock=self.clock)
         self.assertEqual(3, self.run_sample(ramp, 300, 0.6))
         ramp.hold(1)
         self.assertTrue(ramp.settled)
         self.assertEqual(1, self.run_sample(ramp, 100, 0.9))
 
     def test_no_reader_while_other_downloads_keep_the_cluster_busy(self):
-        busy = readahead.ReaderRamp.BUSY_READERS
-        ramp = readahead.ReaderRamp(4, clock=self.clock)
+        busy = readplan.ReaderRamp.BUSY_READERS
+        ramp = readplan.ReaderRamp(4, clock=self.clock)
         # What would add two readers on an idle cluster (see above).
         self.assertEqual(1, self.run_sample(ramp, 300, 0.6, others=busy))
         self.assertTrue(ramp.settled)
 
     def test_no_more_readers_once_others_keep_it_busy(self):
-        busy = readahead.ReaderRamp.BUSY_READERS
-        ramp = readahead.ReaderRamp(8, clock=self.clock)
+        busy = readplan.ReaderRamp.BUSY_READERS
+        ramp = readplan.ReaderRamp(8, clock=self.clock)
         self.assertEqual(3, self.run_sample(ramp, 300, 0.6,
                                             others=busy - 1))
         # Other downloads started readers meanwhile: keep the three.
