@@ -317,6 +317,7 @@ def parity(tmp):
 
     from glance.common import store_utils
 
+    from glance_store_fastsheep.cmd import glance_stores
     from glance_store_fastsheep.cmd import locations
 
     os.makedirs(os.path.join(tmp, 'images'), exist_ok=True)
@@ -326,7 +327,7 @@ def parity(tmp):
         path = os.path.join(tmp, 'parity.conf')
         with open(path, 'w') as out:
             out.write(text.format(tmp=tmp))
-        checker = locations.Checker(locations.load_config(
+        checker = glance_stores.Checker(locations.load_config(
             ['--config-file', path]))
         for uri in (u.format(tmp=tmp) for u in PARITY_URIS):
             counted[0] += 1

@@ -38,6 +38,8 @@ from glance_store import exceptions
 from glance_store import location as gs_location
 from oslo_config import cfg
 
+from glance_store_fastsheep.cmd import glance_stores
+from glance_store_fastsheep.cmd import location_input
 from glance_store_fastsheep.cmd import locations
 from glance_store_fastsheep import store as fastsheep_store
 
@@ -104,7 +106,7 @@ def audit(checker, names, out, err):
         except (exceptions.BackendException,
                 exceptions.GlanceStoreException) as exc:
             print('fastsheep-orphans: could not list the VDIs of backend '
-                  '%s: %s' % (backend, locations.message(exc)), file=err)
+                  '%s: %s' % (backend, glance_stores.message(exc)), file=err)
             status = ERROR
             continue
         orphans = [(name, size) for name, size in vdis if name not in names]
@@ -127,14 +129,14 @@ def main(argv=None, stdin=None, out=None, err=None):
         conf = locations.load_config(
             sys.argv[1:] if argv is None else argv, CLI_OPTS,
             'fastsheep-orphans', DESCRIPTION)
-        text = locations.read_input(conf.locations, stdin)
-        checker = locations.Checker(conf)
-        names = referenced_names(locations.parse_locations(text))
+        text = location_input.read_input(conf.locations, stdin)
+        checker = glance_stores.Checker(conf)
+        names = referenced_names(location_input.parse_locations(text))
         return audit(checker, names, out, err)
-    except locations.ConfigError as exc:
+    except glance_stores.ConfigError as exc:
         print('fastsheep-orphans: bad config: %s' % exc, file=err)
         return ERROR
-    except locations.InputError as exc:
+    except location_input.InputError as exc:
         print('fastsheep-orphans: bad input: %s' % exc, file=err)
         return ERROR
     finally:

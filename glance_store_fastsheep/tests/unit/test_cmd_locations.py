@@ -27,11 +27,13 @@ from glance_store import exceptions
 from oslotest import base as oslo_base
 import six
 
+from glance_store_fastsheep.cmd import glance_stores
+from glance_store_fastsheep.cmd import location_input
 from glance_store_fastsheep.cmd import locations
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests.unit import base
 
-MULTI = locations.multi_backend is not None
+MULTI = glance_stores.multi_backend is not None
 NO_MULTI = ('glance_store before 0.26 (Pike, Queens) has no multi-store; '
             'py3 and line-ussuri on run this test')
 DEFAULTS = ('this glance_store has no [backend_defaults] (before 5.0.0, '
@@ -366,10 +368,10 @@ class GlanceStoreReadTest(LocationsTest):
             self.load(self.new_conf()), text)
         # glance_store reads its module's global configuration.
         self.useFixture(fixtures.MockPatchObject(
-            locations.multi_backend, 'CONF', checker.conf))
+            glance_stores.multi_backend, 'CONF', checker.conf))
 
     def read(self, uri, backend):
-        data, _size = locations.multi_backend.get(uri, backend)
+        data, _size = glance_stores.multi_backend.get(uri, backend)
         return b''.join(data)
 
     def reads_through(self):
@@ -502,7 +504,7 @@ class InputTest(LocationsTest):
 
     def parse(self, text):
         return [(loc.image, loc.uri, loc.metadata)
-                for loc in locations.parse_locations(text)]
+                for loc in location_input.parse_locations(text)]
 
     def test_uri_lines_with_comments(self):
         self.assertEqual(
@@ -542,22 +544,22 @@ class InputTest(LocationsTest):
     def test_image_list_long_has_no_locations(self):
         text = json.dumps([{'ID': 'i1', 'Name': 'cirros',
                             'Disk Format': 'qcow2', 'Status': 'active'}])
-        exc = self.assertRaises(locations.InputError, self.parse, text)
+        exc = self.assertRaises(location_input.InputError, self.parse, text)
         self.assertIn('image i1 carries no locations', str(exc))
         self.assertIn('openstack image show -f json', str(exc))
 
     def test_bad_json(self):
-        exc = self.assertRaises(locations.InputError, self.parse,
+        exc = self.assertRaises(location_input.InputError, self.parse,
                                 '[{"id": "i1",')
         self.assertIn('bad JSON', str(exc))
 
     def test_not_a_uri(self):
-        exc = self.assertRaises(locations.InputError, self.parse,
+        exc = self.assertRaises(location_input.InputError, self.parse,
                                 'sheepdog://a\nimage-name\n')
         self.assertIn("line 2: 'image-name' is not a URI", str(exc))
 
     def test_empty(self):
-        self.assertRaises(locations.InputError, self.parse, '\n \n')
+        self.assertRaises(location_input.InputError, self.parse, '\n \n')
 
     def test_malformed_json_exits_error(self):
         # Exit 1 says "some locations unserved": never for bad input, nor
