@@ -25,48 +25,32 @@ import binascii
 import hashlib
 import os
 import re
-import unicodedata
 
 from glance_store import capabilities
 from glance_store.common import utils
 from glance_store import driver
 from glance_store import exceptions
-from glance_store import location
-from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_utils import timeutils
 from oslo_utils import units
-import six
 
 from glance_store_fastsheep import client as client_mod
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep import names
 from glance_store_fastsheep import opts
 from glance_store_fastsheep import settings as settings_mod
+from glance_store_fastsheep import store_location
+from glance_store_fastsheep import store_options
 from glance_store_fastsheep import stream
 
 LOG = logging.getLogger(__name__)
 
-SCHEMES = ('sheepdog', 'fastsheep')
+# glance_store's base class loads the location class of a driver by name,
+# as the ``StoreLocation`` of the module that defines the store.
+StoreLocation = store_location.StoreLocation
+
 # glance_store 0.26.0 (Rocky) added hashing_algo and the 5-tuple result.
 MULTIHASH = hasattr(driver, 'back_compat_add')
-
-
-def store_conf(conf, backend_group):
-    """Where one store reads its options: an object with one per attribute.
-
-    Pike (single store): ``[glance_store]``. With ``enabled_backends``:
-    the backend id's group, read through glance_store's
-    ``BackendGroupConfiguration`` where it has one (as rbd does), so that
-    a value left unset there comes from ``[backend_defaults]``; older
-    multi-store releases read the backend's group alone.
-    """
-    if not backend_group:
-        return conf.glance_store
-    grafted = getattr(driver, 'BackendGroupConfiguration', None)
-    if grafted is None:
-        return getattr(conf, backend_group)
-    return grafted(opts.SHEEPDOG_OPTS, backend_group, conf=conf)
 
 
 def _hasher(algo):
@@ -86,32 +70,6 @@ ATTEMPT_BYTES = 8
 IMAGE_VDI = re.compile(r'^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}'
                        r'(%s)?\Z' % ATTEMPT_SUFFIX)
 _SUFFIX_ONLY = re.compile(r'%s\Z' % ATTEMPT_SUFFIX)
-# Most characters of a URI a message repeats.
-URI_SHOWN = 200
-
-
-def escaped(text, limit=URI_SHOWN):
-    """text as a message may repeat it: one line, at most limit long.
-
-    Control characters and line or paragraph separators are escaped,
-    the rest cut at limit characters. A location is whatever its author
-    typed: a raw newline in a log line would forge the next one.
-    """
-    if not isinstance(text, six.text_type):
-        text = text.decode('utf-8', 'replace')
-    out = []
-    for char in text[:limit]:
-        if char == '\\':
-            out.append('\\\\')
-        elif unicodedata.category(char) in ('Cc', 'Cf', 'Zl', 'Zp'):
-            code = ord(char)
-            out.append('\\x%02x' % code if code < 0x100
-                       else '\\u%04x' % code)
-        else:
-            out.append(char)
-    if len(text) > limit:
-        out.append('...')
-    return ''.join(out)
 
 
 def vdi_name(image_id):
@@ -145,55 +103,6 @@ def serves_name(name, image_id):
     return IMAGE_VDI.match(name) is not None
 
 
-class StoreLocation(location.StoreLocation):
-    """``sheepdog://ADDRESS:PORT:IMAGE``, exactly as the Pike driver wrote it.
-
-    ``sheepdog://IMAGE`` (the pre-Mitaka form) means the configured
-    address and port. An IPv6 address is written bare, as Pike did; the
-    port and image are the last two ``:`` fields.
-    """
-
-    def process_specs(self):
-        self.image = self.specs.get('image')
-        self.addr = self.specs.get('addr')
-        self.port = int(self.specs.get('port'))
-
-    def get_uri(self):
-        return 'sheepdog://%s:%d:%s' % (self.addr, self.port, self.image)
-
-    def parse_uri(self, uri):
-        for scheme in SCHEMES:
-            prefix = scheme + '://'
-            if uri.startswith(prefix):
-                rest = uri[len(prefix):]
-                break
-        else:
-            raise exceptions.BadStoreUri(
-                message='URI must start with sheepdog:// (got %s)'
-                % escaped(uri))
-        pieces = rest.rsplit(':', 2)
-        try:
-            if len(pieces) == 3:
-                self.addr = names.validate_address(pieces[0])
-                self.port = names.validate_port(pieces[1])
-                self.image = names.validate_name(pieces[2])
-            elif len(pieces) == 1:
-                # Pike's StoreLocation has no backend_group.
-                group = store_conf(self.conf,
-                                   getattr(self, 'backend_group', None))
-                self.addr = names.validate_address(
-                    group.sheepdog_store_address)
-                self.port = names.validate_port(
-                    group.sheepdog_store_port)
-                self.image = names.validate_name(pieces[0])
-            else:
-                raise ValueError('expected ADDRESS:PORT:IMAGE')
-        except ValueError as exc:
-            raise exceptions.BadStoreUri(
-                message='bad sheepdog location %s: %s'
-                % (escaped(uri), escaped(six.text_type(exc))))
-
-
 class Store(driver.Store):
     """Sheepdog images through the client ``sheepdog_store_client`` names.
 
@@ -219,34 +128,11 @@ class Store(driver.Store):
         self.backend_group = backend
         self._settings = None
         self._client = None
-        self._register_options()
-        self.store_conf = store_conf(self.conf, backend)
-
-    def _register_options(self):
-        """Register every option that is not registered yet, one by one.
-
-        ``opts`` shares the in-tree driver's option objects where
-        glance_store has one, so ``glance_store.register_opts`` and the
-        base class see no duplicate. Any other earlier registration of
-        those names with other objects would still make the base class's
-        single ``register_opts`` call stop at the first duplicate and
-        leave the options added here unregistered; one by one, only the
-        duplicate is skipped.
-        """
-        groups = [self.backend_group or 'glance_store']
-        shared = getattr(driver, 'SHARED_CONF_GROUP', None)
-        if self.backend_group and shared:
-            # [backend_defaults], which store_conf falls back to.
-            groups.append(shared)
-        for group in groups:
-            for opt in self.OPTIONS:
-                try:
-                    self.conf.register_opt(opt, group=group)
-                except cfg.DuplicateOptError:
-                    pass
+        store_options.register_options(self.conf, backend, self.OPTIONS)
+        self.store_conf = store_options.store_conf(self.conf, backend)
 
     def get_schemes(self):
-        return SCHEMES
+        return store_location.SCHEMES
 
     @property
     def settings(self):
@@ -294,7 +180,8 @@ class Store(driver.Store):
                                                   current.port)
         self.READ_CHUNKSIZE = current.read_size
         self.WRITE_CHUNKSIZE = current.chunk_size
-        self._warn_ignored_defaults(name)
+        store_options.warn_ignored_defaults(self.conf, self.backend_group,
+                                            name)
         try:
             self._client.check()
         except client_mod.ClientError as exc:
@@ -308,26 +195,6 @@ class Store(driver.Store):
                  current.pipe_size, current.chunk_size // units.Mi,
                  current.write_concurrency)
 
-    def _warn_ignored_defaults(self, name):
-        """WARNING when the config has a section this store never reads.
-
-        ``[backend_defaults]`` came with glance_store 5.0.0 (2025.2), and
-        only a backend of ``enabled_backends`` reads it: an earlier
-        glance_store, or a single store (``[glance_store]``), ignores
-        all of it, silently (on Yoga a port set only there fell back to
-        7000).
-        """
-        if self.backend_group and getattr(driver, 'SHARED_CONF_GROUP',
-                                          None):
-            return
-        if 'backend_defaults' not in self.conf.list_all_sections():
-            return
-        LOG.warning('fastsheep store %s: the config has a [backend_defaults] '
-                    'section, which %s never reads: set the store\'s '
-                    'options in [%s]', name, 'a single store' if not
-                    self.backend_group else 'this glance_store (before '
-                    '5.0.0, 2025.2)', self.backend_group or 'glance_store')
-
     def _served(self, location, refused):
         """location's store location, once this store may serve it.
 
@@ -339,31 +206,31 @@ class Store(driver.Store):
         """
         loc = location.store_location
         current = self.settings
+        shown = store_location.escaped
         if not current.serve_any_name:
             image_id = getattr(location, 'image_id', None)
             if image_id and not serves_name(loc.image, image_id):
                 reason = ('it names VDI %s, not the image\'s own %s (or '
                           '%s.<16 hex digits>)'
-                          % (escaped(loc.image), escaped(image_id),
-                             escaped(image_id)))
+                          % (shown(loc.image), shown(image_id),
+                             shown(image_id)))
                 raise refused(message=self._refusal(loc, reason))
             if not image_id and not serves_name(loc.image, None):
                 reason = ('VDI %s is not named like a glance image (a '
                           'UUID, or a UUID and .<16 hex digits); '
                           'sheepdog_store_serve_any_name = True serves any '
-                          'name' % escaped(loc.image))
+                          'name' % store_location.escaped(loc.image))
                 raise refused(message=self._refusal(loc, reason))
         if not self.client.admits(loc.addr, loc.port):
             reason = ('sheep %s:%d is neither an entry point of this store '
                       '(sheepdog_store_address, sheepdog_store_addresses) '
-                      'nor a member they name' % (escaped(loc.addr),
-                                                  loc.port))
+                      'nor a member they name' % (shown(loc.addr), loc.port))
             raise refused(message=self._refusal(loc, reason))
         return loc
 
     def _refusal(self, loc, reason):
         message = 'fastsheep store refuses location %s: %s' % (
-            escaped(loc.get_uri()), reason)
+            store_location.escaped(loc.get_uri()), reason)
         LOG.warning('%s', message)
         return message
 

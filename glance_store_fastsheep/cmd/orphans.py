@@ -42,6 +42,7 @@ from glance_store_fastsheep.cmd import glance_stores
 from glance_store_fastsheep.cmd import location_input
 from glance_store_fastsheep.cmd import locations
 from glance_store_fastsheep import store as fastsheep_store
+from glance_store_fastsheep import store_location
 
 # Exit statuses: no orphan, some orphans, nothing (or not all) checked.
 NO_ORPHAN = 0
@@ -68,7 +69,7 @@ def referenced_names(found):
     """The VDI names the sheepdog locations among found name."""
     names = set()
     for loc in found:
-        for scheme in fastsheep_store.SCHEMES:
+        for scheme in store_location.SCHEMES:
             prefix = scheme + '://'
             if loc.uri.startswith(prefix):
                 # ADDRESS:PORT:IMAGE, or the pre-Mitaka IMAGE alone.

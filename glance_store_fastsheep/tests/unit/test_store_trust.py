@@ -32,7 +32,7 @@ from glance_store import exceptions
 from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep import nodes
-from glance_store_fastsheep import store
+from glance_store_fastsheep import store_location
 from glance_store_fastsheep.tests.unit import base
 from glance_store_fastsheep.tests.unit import fake_sheep
 from glance_store_fastsheep.tests.unit import test_native_read
@@ -271,7 +271,7 @@ class EscapedUriTest(base.StoreTestCase):
             self.assertIn('127.0.0.1' if '127' in uri else 'rbd', text)
 
     def test_escaped_is_bounded(self):
-        self.assertEqual('a\\x0ab\\u2028c\\\\', store.escaped(
+        self.assertEqual('a\\x0ab\\u2028c\\\\', store_location.escaped(
             u'a\nb\u2028c\\'))
-        self.assertEqual(store.URI_SHOWN + 3,
-                         len(store.escaped('x' * 1000)))
+        self.assertEqual(store_location.URI_SHOWN + 3,
+                         len(store_location.escaped('x' * 1000)))
