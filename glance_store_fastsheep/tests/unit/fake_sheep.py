@@ -24,8 +24,11 @@ reverse order, so a reader that assumes responses in request order
 fails. ``fault`` injects one misbehaviour at the n-th READ_OBJ of data;
 ``late`` does a chosen request later, even after its client has gone,
 as sheep does with a request that arrived before a failover resent it
-elsewhere. The real-cluster suite (tests/real) checks the same reader
-against sheepdog 1.0.1 itself.
+elsewhere. What it sends and reads is laid out by ``sheep_wire``, from
+sheepdog's headers, never by the client's own codec: a layout mistake
+of the client fails here rather than agreeing with itself. The
+real-cluster suite (tests/real) checks the same reader against sheepdog
+1.0.1 itself.
 """
 
 import select
@@ -36,17 +39,14 @@ import time
 
 from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import placement
-from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.tests.unit import sheep_wire as wire
 
 # The longest a request held by ``late`` waits for its Event.
 LATE_LIMIT = 30
-# What a 'retryable' reply_fault answers: SD_RES_NEW_NODE_VER.
-RETRYABLE_ANSWER = 0x82
-# What a 'halt' reply_fault answers: SD_RES_HALT.
-HALT = 0x19
-
-INODE_TABLE_END = (proto.INODE_DATA_INDEX_OFFSET +
-                   4 * proto.INODE_DATA_INDEX_ENTRIES)
+# What a 'retryable' reply_fault answers.
+RETRYABLE_ANSWER = wire.NEW_NODE_VER
+# What a 'halt' reply_fault answers.
+HALT = wire.HALT
 
 
 class Image(object):
@@ -65,30 +65,44 @@ class Image(object):
 
     def inode_bytes(self, offset, length):
         """length bytes at offset of the inode object, built on demand."""
-        fields = proto.pack_inode_fields(self.name, self.size, self.vid,
-                                         self.parent, self.block_size_shift,
-                                         self.store_policy,
-                                         nr_copies=self.nr_copies,
-                                         create_time=self.create_time,
-                                         copy_policy=self.copy_policy)
+        fields = wire.inode_header(self.name, self.size, self.vid,
+                                   self.parent, self.block_size_shift,
+                                   self.store_policy, self.nr_copies,
+                                   self.create_time, self.copy_policy)
         out = bytearray(length)
         if offset < len(fields):
             head = fields[offset:offset + length]
             out[:len(head)] = head
         # The data_vdi_id entries the range covers, asked of the table
         # one by one (a test's table may compute its entries).
-        start = max(offset, proto.INODE_DATA_INDEX_OFFSET)
-        end = min(offset + length, INODE_TABLE_END)
+        start = max(offset, wire.DATA_VDI_ID_OFFSET)
+        end = min(offset + length, wire.DATA_VDI_ID_END)
         if start < end:
-            first = (start - proto.INODE_DATA_INDEX_OFFSET) // 4
-            last = (end - 1 - proto.INODE_DATA_INDEX_OFFSET) // 4
+            first = (start - wire.DATA_VDI_ID_OFFSET) // 4
+            last = (end - 1 - wire.DATA_VDI_ID_OFFSET) // 4
             get = self.table.get
-            entries = struct.pack('<%dI' % (last - first + 1), *[
-                get(entry, 0) for entry in range(first, last + 1)])
-            skip = start - (proto.INODE_DATA_INDEX_OFFSET + 4 * first)
+            entries = wire.entries([get(entry, 0)
+                                    for entry in range(first, last + 1)])
+            skip = start - (wire.DATA_VDI_ID_OFFSET + 4 * first)
             out[start - offset:end - offset] = entries[skip:skip + end -
                                                        start]
         return bytes(out)
+
+
+class _Member(tuple):
+    """A member ``(address, port)`` with what placement.Ring reads of it.
+
+    The fake's own account of the entries GET_NODE_LIST sends, so that
+    it finds an object's holders without decoding them with the client.
+    """
+
+    def __new__(cls, address, port, size, nr_vnodes, zone):
+        member = tuple.__new__(cls, (address, port))
+        member.node_id = wire.node_id(address, port)
+        member.nr_vnodes = nr_vnodes
+        member.zone = zone
+        member.disks = size != wire.NODE_SIZE
+        return member
 
 
 class _Connection(object):
@@ -109,7 +123,7 @@ class _Connection(object):
 class _Forging(object):
     """A connection whose response headers carry forged fields.
 
-    fields: ``proto.pack_response`` keywords (vdi_id, copies, nr_nodes,
+    fields: ``sheep_wire.response`` keywords (vdi_id, copies, nr_nodes,
     ...) put into every header sent, whatever the fake computed.
     """
 
@@ -118,14 +132,13 @@ class _Forging(object):
         self._fields = fields
 
     def sendall(self, data):
-        rsp = proto.unpack_response(data[:proto.HEADER_SIZE])
-        values = dict((key, getattr(rsp, key)) for key in (
-            'data_length', 'vdi_id', 'proto_ver', 'copies',
-            'block_size_shift', 'nr_nodes', 'attr_id'))
+        rsp = wire.Response(data[:wire.HEADER_SIZE])
+        values = dict((key, getattr(rsp, key))
+                      for key in wire.Response.FIELDS)
         values.update(self._fields)
-        self._conn.sendall(proto.pack_response(
+        self._conn.sendall(wire.response(
             rsp.id, rsp.opcode, rsp.result, **values) +
-            data[proto.HEADER_SIZE:])
+            data[wire.HEADER_SIZE:])
 
     def __getattr__(self, name):
         return getattr(self._conn, name)
@@ -172,8 +185,8 @@ class FakeSheep(object):
         # A result GET_VDI_INFO answers instead of the lookup's own.
         self.lookup_result = None
         # sheep's SD_SHEEP_PROTO_VER, for internal operations.
-        self.sheep_version = 0x0a
-        self.cluster_result = proto.SUCCESS
+        self.sheep_version = wire.SHEEP_PROTO_VER
+        self.cluster_result = wire.SUCCESS
         self.default_shift = 16
         # opcode -> result answered instead of doing the operation.
         self.results = {}
@@ -223,7 +236,7 @@ class FakeSheep(object):
             if any(node[1] == self.port for node in key):
                 membership.MEMBERSHIPS.pop(key).parking.clear()
         # GET_NODE_LIST entries: 80 bytes, or 592 (disk vnodes).
-        self.node_size = proto.NODE_SIZES[0]
+        self.node_size = wire.NODE_SIZE
         self._stop = False
         self._threads = []
         accept = threading.Thread(target=self._accept)
@@ -270,10 +283,8 @@ class FakeSheep(object):
 
     def holders(self, oid):
         """The ports holding oid's copies (placement.Ring of the members)."""
-        nodes = proto.unpack_node_list(self._node_entries(),
-                                       len(self._named()))
-        ring = placement.Ring.of(nodes)
-        image = self.by_vid.get(proto.oid_vid(oid))
+        ring = placement.Ring.of(self._members_placed())
+        image = self.by_vid.get(wire.vid_of(oid))
         if ring is None or image is None:
             return None
         return [node[1] for node in ring.holders(oid, image.nr_copies)]
@@ -282,7 +293,7 @@ class FakeSheep(object):
         frozen = self._shared['frozen']
         if self.port in frozen:
             return True
-        if opcode != proto.OP_READ_OBJ or not frozen:
+        if opcode != wire.READ_OBJ or not frozen:
             return False
         holders = self.holders(oid)
         return bool(holders) and self.port not in holders and any(
@@ -315,7 +326,7 @@ class FakeSheep(object):
         self.next_vid += 1
         object_size = 1 << block_size_shift
         for index, chunk in objects.items():
-            self.objects[proto.data_oid(vid, index)] = chunk.ljust(
+            self.objects[wire.data_oid(vid, index)] = chunk.ljust(
                 object_size, b'\0')
             table[index] = vid
         image = Image(name, vid, size, block_size_shift, table)
@@ -396,14 +407,15 @@ class FakeSheep(object):
                         if batch or self._stop:
                             break
                         continue
-                    header = self._recv_exact(conn, proto.HEADER_SIZE)
+                    header = self._recv_exact(conn, wire.HEADER_SIZE)
                     if header is None:
                         return
+                    fields = wire.Request(header)
                     opcode, req_id, length, oid, offset, snapid = (
-                        proto.unpack_request(header))
-                    fields = proto.RequestFields(header)
+                        fields.opcode, fields.id, fields.data_length,
+                        fields.oid, fields.offset, fields.snapid)
                     data = b''
-                    if length and fields.flags & proto.FLAG_CMD_WRITE:
+                    if length and fields.flags & wire.FLAG_CMD_WRITE:
                         data = self._recv_exact(conn, length)
                         if data is None:
                             return
@@ -411,7 +423,7 @@ class FakeSheep(object):
                                   snapid, data, fields))
                 self.max_batch = max(self.max_batch, len(batch))
                 creates = sum(1 for request in batch
-                              if request[0] == proto.OP_CREATE_AND_WRITE_OBJ)
+                              if request[0] == wire.CREATE_AND_WRITE_OBJ)
                 self.max_create_batch = max(self.max_create_batch, creates)
                 for request in reversed(batch):
                     if self._answer_late(conn, request):
@@ -480,13 +492,13 @@ class FakeSheep(object):
         if opcode in self.forged:
             conn = _Forging(conn, self.forged[opcode])
         if opcode in self.results:
-            conn.sendall(proto.pack_response(req_id, opcode,
-                                             self.results[opcode]))
+            conn.sendall(wire.response(req_id, opcode,
+                                       self.results[opcode]))
             return True
         drop = self._drop_reply(opcode)
         if drop == 'halt':
             # Not carried out: the cluster stopped doing I/O.
-            conn.sendall(proto.pack_response(req_id, opcode, HALT))
+            conn.sendall(wire.response(req_id, opcode, HALT))
             return True
         handler = self._HANDLERS.get(opcode)
         if handler is not None:
@@ -504,8 +516,8 @@ class FakeSheep(object):
                                  snapid, data, fields)
             if drop == 'retryable':
                 # Done, but answered as if it should be sent again.
-                conn.sendall(proto.pack_response(req_id, opcode,
-                                                 RETRYABLE_ANSWER))
+                conn.sendall(wire.response(req_id, opcode,
+                                           RETRYABLE_ANSWER))
                 return True
             if drop:
                 # Done, but the reply is lost with the connection.
@@ -514,40 +526,40 @@ class FakeSheep(object):
                 return False
             conn.sendall(answer)
             return True
-        if opcode == proto.OP_GET_VDI_INFO:
-            name = data[:proto.MAX_VDI_LEN].rstrip(b'\0').decode('utf-8')
+        if opcode == wire.GET_VDI_INFO:
+            name = wire.vdi_name(data)
             image = self.images.get((name, snapid))
             if self.lookup_result is not None:
-                conn.sendall(proto.pack_response(req_id, opcode,
-                                                 self.lookup_result))
+                conn.sendall(wire.response(req_id, opcode,
+                                           self.lookup_result))
             elif image is None:
-                conn.sendall(proto.pack_response(req_id, opcode,
-                                                 proto.NO_VDI))
+                conn.sendall(wire.response(req_id, opcode,
+                                           wire.NO_VDI))
             else:
-                conn.sendall(proto.pack_response(req_id, opcode,
-                                                 proto.SUCCESS,
-                                                 vdi_id=image.vid,
-                                                 copies=image.nr_copies))
+                conn.sendall(wire.response(req_id, opcode,
+                                           wire.SUCCESS,
+                                           vdi_id=image.vid,
+                                           copies=image.nr_copies))
             return True
-        if oid & proto.VDI_ATTR_BIT and not oid & proto.VDI_BIT:
+        if oid & wire.VDI_ATTR_BIT and not oid & wire.VDI_BIT:
             body = self.attrs.get(oid)
             if body is None:
-                conn.sendall(proto.pack_response(req_id, opcode,
-                                                 proto.NO_OBJ))
+                conn.sendall(wire.response(req_id, opcode,
+                                           wire.NO_OBJ))
                 return True
-            body = body.ljust(proto.ATTR_OBJ_SIZE, b'\0')
-            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
-                                             length) +
+            body = body.ljust(wire.ATTR_OBJ_SIZE, b'\0')
+            conn.sendall(wire.response(req_id, opcode, wire.SUCCESS,
+                                       length) +
                          body[offset:offset + length])
             return True
-        if oid & proto.VDI_BIT:
-            image = self.by_vid.get((oid >> 32) & 0xffffff)
+        if oid & wire.VDI_BIT:
+            image = self.by_vid.get(wire.vid_of(oid))
             if image is None:
-                conn.sendall(proto.pack_response(req_id, opcode,
-                                                 proto.NO_OBJ))
+                conn.sendall(wire.response(req_id, opcode,
+                                           wire.NO_OBJ))
                 return True
-            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
-                                             length) +
+            conn.sendall(wire.response(req_id, opcode, wire.SUCCESS,
+                                       length) +
                          image.inode_bytes(offset, length))
             return True
         with self.lock:
@@ -559,10 +571,10 @@ class FakeSheep(object):
             return self._misbehave(conn, fault[1], fault[2], req_id, opcode,
                                    length, body, offset)
         if body is None:
-            conn.sendall(proto.pack_response(req_id, opcode, proto.NO_OBJ))
+            conn.sendall(wire.response(req_id, opcode, wire.NO_OBJ))
             return True
-        conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
-                                         length) +
+        conn.sendall(wire.response(req_id, opcode, wire.SUCCESS,
+                                   length) +
                      body[offset:offset + length])
         return True
 
@@ -604,33 +616,33 @@ class FakeSheep(object):
                             struct.pack('ii', 1, 0))
             return False
         if kind == 'short_header':
-            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
-                                             length)[:20])
+            conn.sendall(wire.response(req_id, opcode, wire.SUCCESS,
+                                       length)[:20])
             return False
         if kind == 'garbage':
-            conn.sendall(b'\xa5' * proto.HEADER_SIZE)
+            conn.sendall(b'\xa5' * wire.HEADER_SIZE)
             return True
         if kind == 'longer':
-            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
-                                             length + argument) +
+            conn.sendall(wire.response(req_id, opcode, wire.SUCCESS,
+                                       length + argument) +
                          data + b'\x01' * argument)
             return True
         if kind == 'huge':
             # A length no reader may allocate; nothing follows.
-            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
-                                             0xffffffff))
+            conn.sendall(wire.response(req_id, opcode, wire.SUCCESS,
+                                       0xffffffff))
             return True
         if kind == 'wrong_id':
-            conn.sendall(proto.pack_response(req_id + argument, opcode,
-                                             proto.SUCCESS, length) + data)
+            conn.sendall(wire.response(req_id + argument, opcode,
+                                       wire.SUCCESS, length) + data)
             return True
         if kind == 'version':
-            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
-                                             length, proto_ver=argument) +
+            conn.sendall(wire.response(req_id, opcode, wire.SUCCESS,
+                                       length, proto_ver=argument) +
                          data)
             return True
         if kind == 'result':
-            conn.sendall(proto.pack_response(req_id, opcode, argument))
+            conn.sendall(wire.response(req_id, opcode, argument))
             return True
         if kind == 'result_with_data':
             # A failed read of an erasure-coded object: sheep's gateway
@@ -638,13 +650,13 @@ class FakeSheep(object):
             # result, or (result, bytes more than asked).
             result, extra = (argument if isinstance(argument, tuple)
                              else (argument, 0))
-            conn.sendall(proto.pack_response(req_id, opcode, result,
-                                             length + extra) +
+            conn.sendall(wire.response(req_id, opcode, result,
+                                       length + extra) +
                          b'\x5a' * (length + extra))
             return True
         if kind == 'truncate':
-            conn.sendall(proto.pack_response(req_id, opcode, proto.SUCCESS,
-                                             length) + data[:argument])
+            conn.sendall(wire.response(req_id, opcode, wire.SUCCESS,
+                                       length) + data[:argument])
             return False
         if kind == 'stall':
             return True
@@ -659,19 +671,18 @@ class FakeSheep(object):
         out = []
         for index in range(-(-image.size // object_size)):
             owner = image.table.get(index, 0)
-            body = self.objects.get(proto.data_oid(owner, index)) if (
+            body = self.objects.get(wire.data_oid(owner, index)) if (
                 owner) else None
             out.append(body if body is not None else b'\0' * object_size)
         return b''.join(out)[:image.size]
 
     def _new_vdi(self, req_id, opcode, length, oid, offset, snapid, data,
                  fields):
-        name = data[:proto.MAX_VDI_LEN].rstrip(b'\0').decode('utf-8')
-        if length != proto.MAX_VDI_LEN:
-            return proto.pack_response(req_id, opcode,
-                                       0x05)
+        name = wire.vdi_name(data)
+        if length != wire.SD_MAX_VDI_LEN:
+            return wire.response(req_id, opcode, wire.INVALID_PARMS)
         if (name, 0) in self.images:
-            return proto.pack_response(req_id, opcode, proto.VDI_EXIST)
+            return wire.response(req_id, opcode, wire.VDI_EXIST)
         self.new_vdi_fields = fields
         vid = self.next_vid
         self.next_vid += 1
@@ -680,28 +691,28 @@ class FakeSheep(object):
                       self.default_shift, {})
         self.images[(name, 0)] = image
         self.by_vid[vid] = image
-        return proto.pack_response(req_id, opcode, proto.SUCCESS,
-                                   vdi_id=vid, copies=1,
-                                   block_size_shift=image.block_size_shift)
+        return wire.response(req_id, opcode, wire.SUCCESS,
+                             vdi_id=vid, copies=1,
+                             block_size_shift=image.block_size_shift)
 
     def _write_obj(self, req_id, opcode, length, oid, offset, snapid, data,
                    fields):
-        if oid & proto.VDI_BIT:
-            image = self.by_vid.get((oid >> 32) & 0xffffff)
-            if image is None or opcode != proto.OP_WRITE_OBJ:
-                return proto.pack_response(req_id, opcode, proto.NO_OBJ)
-            if offset == proto.INODE_VDI_SIZE_OFFSET and length == 8:
-                image.size = struct.unpack('<Q', data)[0]
-            elif (offset >= proto.INODE_DATA_INDEX_OFFSET and
-                  (offset - proto.INODE_DATA_INDEX_OFFSET) % 4 == 0):
-                first = (offset - proto.INODE_DATA_INDEX_OFFSET) // 4
-                values = struct.unpack('<%dI' % (length // 4), data)
+        if oid & wire.VDI_BIT:
+            image = self.by_vid.get(wire.vid_of(oid))
+            if image is None or opcode != wire.WRITE_OBJ:
+                return wire.response(req_id, opcode, wire.NO_OBJ)
+            if offset == wire.VDI_SIZE_OFFSET and length == 8:
+                image.size = wire.read_uint64(data)
+            elif (offset >= wire.DATA_VDI_ID_OFFSET and
+                  (offset - wire.DATA_VDI_ID_OFFSET) % 4 == 0):
+                first = (offset - wire.DATA_VDI_ID_OFFSET) // 4
+                values = wire.read_entries(data)
                 for index, value in enumerate(values, first):
                     old = image.table.get(index, 0)
                     if old and old != value and old == image.vid:
                         # The last reference dropped: sheep removes it.
-                        self.objects.pop(proto.data_oid(old, index), None)
-                    if value and proto.data_oid(value, index) not in (
+                        self.objects.pop(wire.data_oid(old, index), None)
+                    if value and wire.data_oid(value, index) not in (
                             self.objects):
                         # An entry naming an object sheep does not have.
                         self.dangling.append((image.name, index))
@@ -710,48 +721,49 @@ class FakeSheep(object):
                     else:
                         image.table.pop(index, None)
             else:
-                return proto.pack_response(req_id, opcode, 0x05)
-            return proto.pack_response(req_id, opcode, proto.SUCCESS)
+                return wire.response(req_id, opcode,
+                                     wire.INVALID_PARMS)
+            return wire.response(req_id, opcode, wire.SUCCESS)
         result = self.write_results.get(oid)
         if result is not None:
-            return proto.pack_response(req_id, opcode, result)
-        if opcode == proto.OP_CREATE_AND_WRITE_OBJ:
+            return wire.response(req_id, opcode, result)
+        if opcode == wire.CREATE_AND_WRITE_OBJ:
             self.creates += 1
             if self.recover_at and self.recover_at[0] == self.creates:
                 self._start_recovery(self.recover_at[1])
-        image = self.by_vid.get((oid >> 32) & 0xffffff)
+        image = self.by_vid.get(wire.vid_of(oid))
         object_size = 1 << image.block_size_shift
-        if opcode == proto.OP_CREATE_AND_WRITE_OBJ:
+        if opcode == wire.CREATE_AND_WRITE_OBJ:
             body = bytearray(object_size)
         else:
             body = bytearray(self.objects[oid])
         body[offset:offset + len(data)] = data
         self.objects[oid] = bytes(body)
-        return proto.pack_response(req_id, opcode, proto.SUCCESS)
+        return wire.response(req_id, opcode, wire.SUCCESS)
 
     def _remove_obj(self, req_id, opcode, length, oid, offset, snapid,
                     data, fields):
-        if oid & proto.VDI_ATTR_BIT and not oid & proto.VDI_BIT:
+        if oid & wire.VDI_ATTR_BIT and not oid & wire.VDI_BIT:
             if self.attrs.pop(oid, None) is None:
-                return proto.pack_response(req_id, opcode, proto.NO_OBJ)
-            return proto.pack_response(req_id, opcode, proto.SUCCESS)
+                return wire.response(req_id, opcode, wire.NO_OBJ)
+            return wire.response(req_id, opcode, wire.SUCCESS)
         if self.objects.pop(oid, None) is None:
-            return proto.pack_response(req_id, opcode, proto.NO_OBJ)
-        return proto.pack_response(req_id, opcode, proto.SUCCESS)
+            return wire.response(req_id, opcode, wire.NO_OBJ)
+        return wire.response(req_id, opcode, wire.SUCCESS)
 
     def _del_vdi(self, req_id, opcode, length, oid, offset, snapid, data,
                  fields):
-        name = data[:proto.MAX_VDI_LEN].rstrip(b'\0').decode('utf-8')
+        name = wire.vdi_name(data)
         image = self.images.get((name, snapid))
         if image is None:
-            return proto.pack_response(req_id, opcode, proto.NO_VDI)
+            return wire.response(req_id, opcode, wire.NO_VDI)
         if not any(image.table.values()):
             del self.images[(name, snapid)]
             self.deleted.append(name)
         # else: sheep's deletion work logs "still has objects" and
         # leaves the VDI, but the answer is success all the same.
-        return proto.pack_response(req_id, opcode, proto.SUCCESS,
-                                   vdi_id=image.vid)
+        return wire.response(req_id, opcode, wire.SUCCESS,
+                             vdi_id=image.vid)
 
     def _start_recovery(self, seconds):
         """A member changed: the epoch moves on and recovery starts.
@@ -783,28 +795,28 @@ class FakeSheep(object):
     def _stat_recovery(self, req_id, opcode, length, oid, offset, snapid,
                        data, fields):
         if fields.proto_ver != self.sheep_version:
-            return proto.pack_response(req_id, opcode, proto.VER_MISMATCH)
-        # struct recovery_state: in_recovery, rw_state, done, total.
+            return wire.response(req_id, opcode, wire.VER_MISMATCH)
+        # rw_state 1 is RW_RECOVER_OBJ: recovering objects.
         busy = self._shared['recovery'] is not None
-        body = struct.pack('<B3xIQQ', busy, 1 if busy else 0, 0, 0)
-        return proto.pack_response(req_id, opcode, proto.SUCCESS,
-                                   len(body),
-                                   proto_ver=self.sheep_version) + body
+        body = wire.recovery_state(busy, 1 if busy else 0, 0, 0)
+        return wire.response(req_id, opcode, wire.SUCCESS,
+                             len(body),
+                             proto_ver=self.sheep_version) + body
 
     def _stat_cluster(self, req_id, opcode, length, oid, offset, snapid,
                       data, fields):
         if fields.proto_ver != self.sheep_version:
-            return proto.pack_response(req_id, opcode, proto.VER_MISMATCH)
-        return proto.pack_response(req_id, opcode, self.cluster_result,
-                                   proto_ver=self.sheep_version)
+            return wire.response(req_id, opcode, wire.VER_MISMATCH)
+        return wire.response(req_id, opcode, self.cluster_result,
+                             proto_ver=self.sheep_version)
 
     def _node_list(self, req_id, opcode, length, oid, offset, snapid,
                    data, fields):
         if fields.proto_ver != self.sheep_version:
-            return proto.pack_response(req_id, opcode, proto.VER_MISMATCH)
+            return wire.response(req_id, opcode, wire.VER_MISMATCH)
         body = self._node_entries()
-        return proto.pack_response(
-            req_id, opcode, proto.SUCCESS, len(body),
+        return wire.response(
+            req_id, opcode, wire.SUCCESS, len(body),
             proto_ver=self.sheep_version,
             nr_nodes=len(self._named())) + body
 
@@ -827,70 +839,75 @@ class FakeSheep(object):
         vid = fnv(name) & 0xffffff
         hval = fnv(name.ljust(256, b'\0') + b'\0' * 256 + b'\0' * 4 +
                    key.ljust(256, b'\0'))
-        return proto.attr_oid(vid, hval & 0xffffffff)
+        return wire.attr_oid(vid, hval & 0xffffffff)
 
     def _vdi_attr(self, req_id, opcode, length, oid, offset, snapid, data,
                   fields):
         if fields.proto_ver != self.sheep_version:
-            return proto.pack_response(req_id, opcode, proto.VER_MISMATCH)
-        if length != proto.ATTR_OBJ_SIZE:
-            return proto.pack_response(req_id, opcode, 0x05)
-        name, _ctime, key, value = proto.unpack_vdi_attr(data)
+            return wire.response(req_id, opcode, wire.VER_MISMATCH)
+        if length != wire.ATTR_OBJ_SIZE:
+            return wire.response(req_id, opcode, wire.INVALID_PARMS)
+        name, _ctime, key, value = wire.read_attr(data)
         image = self.images.get((name.decode('utf-8'), snapid))
         if image is None:
-            return proto.pack_response(req_id, opcode, proto.NO_VDI)
+            return wire.response(req_id, opcode, wire.NO_VDI)
         slot = self.attr_slot(name, key)
         stored = self.attrs.get(slot)
-        present = stored is not None and proto.unpack_vdi_attr(
+        present = stored is not None and wire.read_attr(
             stored)[0] == name
         flags = fields.flags
-        if flags & proto.FLAG_CMD_CREAT and not (
-                flags & proto.FLAG_CMD_EXCL and present):
-            self.attrs[slot] = proto.pack_vdi_attr_obj(
+        if flags & wire.FLAG_CMD_CREAT and not (
+                flags & wire.FLAG_CMD_EXCL and present):
+            self.attrs[slot] = wire.attr_object(
                 name, key, value, image.create_time)
-            result = proto.SUCCESS
+            result = wire.SUCCESS
         elif not present:
-            result = proto.NO_OBJ
-        elif flags & proto.FLAG_CMD_EXCL:
-            result = proto.VDI_EXIST
-        elif flags & proto.FLAG_CMD_DEL:
+            result = wire.NO_OBJ
+        elif flags & wire.FLAG_CMD_EXCL:
+            result = wire.VDI_EXIST
+        elif flags & wire.FLAG_CMD_DEL:
             # sheep zeroes the name's first byte; the object stays.
             self.attrs[slot] = b'\0' + stored[1:]
-            result = proto.SUCCESS
+            result = wire.SUCCESS
         else:
-            result = proto.SUCCESS
-        return proto.pack_response(req_id, opcode, result,
-                                   vdi_id=(slot >> 32) & 0xffffff,
-                                   attr_id=slot & 0xffffffff,
-                                   proto_ver=self.sheep_version)
+            result = wire.SUCCESS
+        return wire.response(req_id, opcode, result,
+                             vdi_id=wire.vid_of(slot),
+                             attr_id=slot & 0xffffffff,
+                             proto_ver=self.sheep_version)
 
     def _named(self):
         return self.members if self.node_list is None else self.node_list
 
     def _node_entries(self):
         placement = self._shared['placement']
-        return b''.join(proto.pack_node(address, port, self.node_size,
+        return b''.join(wire.node_entry(address, port, self.node_size,
                                         *placement.get(port, (0, 0)))
                         for address, port in self._named())
 
+    def _members_placed(self):
+        """What placement.Ring reads of the members GET_NODE_LIST names."""
+        placed = self._shared['placement']
+        return [_Member(address, port, self.node_size, *placed.get(port,
+                                                                   (0, 0)))
+                for address, port in self._named()]
+
     def _cluster_default(self, req_id, opcode, length, oid, offset, snapid,
                          data, fields):
-        # sd_rsp.cluster_default: nr_copies, copy_policy and
-        # block_size_shift where GET_NODE_LIST's nr_nodes lies.
-        return proto.pack_response(req_id, opcode, proto.SUCCESS,
-                                   nr_nodes=1 | self.default_shift << 16)
+        # One copy, replicated, objects of 2^default_shift bytes.
+        return wire.cluster_default(req_id, opcode, 1, 0, self.default_shift)
 
     _HANDLERS = {
-        proto.OP_GET_CLUSTER_DEFAULT: _cluster_default,
-        proto.OP_GET_VDI_ATTR: _vdi_attr,
-        proto.OP_GET_NODE_LIST: _node_list,
-        proto.OP_NEW_VDI: _new_vdi,
-        proto.OP_CREATE_AND_WRITE_OBJ: _write_obj,
-        proto.OP_WRITE_OBJ: _write_obj,
-        proto.OP_REMOVE_OBJ: _remove_obj,
-        proto.OP_DEL_VDI: _del_vdi,
-        proto.OP_STAT_CLUSTER: _stat_cluster,
-        proto.OP_STAT_RECOVERY: _stat_recovery,
+        wire.GET_CLUSTER_DEFAULT: _cluster_default,
+        wire.GET_VDI_ATTR: _vdi_attr,
+        wire.GET_NODE_LIST: _node_list,
+        wire.NEW_VDI: _new_vdi,
+        wire.CREATE_AND_WRITE_OBJ: _write_obj,
+        wire.WRITE_OBJ: _write_obj,
+        wire.REMOVE_OBJ: _remove_obj,
+        wire.DEL_VDI: _del_vdi,
+        wire.STAT_CLUSTER: _stat_cluster,
+        wire.STAT_RECOVERY: _stat_recovery,
     }
 
 
@@ -907,7 +924,7 @@ class _Stamped(object):
     def sendall(self, data):
         epoch = self._sheep.lagging_epoch or self._sheep.epoch
         if epoch:
-            data = data[:4] + struct.pack('<I', epoch) + data[8:]
+            data = wire.with_epoch(data, epoch)
         self._conn.sendall(data)
 
     def __getattr__(self, name):

@@ -34,6 +34,7 @@ from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep.tests.unit import sheep_wire
 from glance_store_fastsheep.tests.unit import test_native_read
 
 OBJECT = test_native_read.OBJECT
@@ -275,7 +276,8 @@ class NodeListTest(base.BaseTestCase):
         # GET_NODE_LIST's buffer holds SD_MAX_NODES entries, so sheep
         # cannot send more over the wire; unpacked, they are refused.
         for size, most in ((80, 6144), (592, 830)):
-            entries = proto.pack_node('10.0.0.1', 7000, size) * (most + 1)
+            entries = sheep_wire.node_entry('10.0.0.1', 7000, size) * (
+                most + 1)
             self.assertRaises(proto.ProtocolError, proto.unpack_node_list,
                               entries, most + 1)
             self.assertEqual(most, len(proto.unpack_node_list(

@@ -34,6 +34,7 @@ from glance_store_fastsheep.native import vdi
 from glance_store_fastsheep.tests import green_child
 from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep.tests.unit import sheep_wire
 from glance_store_fastsheep.tests.unit import test_native_read
 
 OBJECT = test_native_read.OBJECT
@@ -337,7 +338,7 @@ class WriteTest(ClientTestCase):
                                *args):
             if req_oid == oid and not answers:
                 answers.append(req_id)
-                return proto.pack_response(req_id, opcode, 0x86)
+                return sheep_wire.response(req_id, opcode, 0x86)
             return real(sheep, req_id, opcode, length, req_oid, *args)
         self.sheep._HANDLERS = dict(self.sheep._HANDLERS)
         self.sheep._HANDLERS[proto.OP_CREATE_AND_WRITE_OBJ] = (

@@ -37,6 +37,7 @@ from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep import stream
 from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep.tests.unit import sheep_wire
 from glance_store_fastsheep.tests.unit import test_native_client
 from glance_store_fastsheep.tests.unit import test_native_read
 
@@ -405,8 +406,8 @@ class EntryPointTest(base.BaseTestCase):
 
     def test_node_list_of_both_entry_sizes(self):
         for size in proto.NODE_SIZES:
-            body = (proto.pack_node('10.1.2.3', 7000, size) +
-                    proto.pack_node('10.1.2.4', 7001, size))
+            body = (sheep_wire.node_entry('10.1.2.3', 7000, size) +
+                    sheep_wire.node_entry('10.1.2.4', 7001, size))
             self.assertEqual([('10.1.2.3', 7000), ('10.1.2.4', 7001)],
                              proto.unpack_node_list(body, 2))
 
@@ -443,8 +444,9 @@ class PlacementTest(base.BaseTestCase):
     }
 
     def nodes(self, vnodes=128, size=proto.NODE_SIZES[0]):
-        body = b''.join(proto.pack_node(address, port, size, vnodes, zone)
-                        for address, port, zone in self.NODES)
+        body = b''.join(
+            sheep_wire.node_entry(address, port, size, vnodes, zone)
+            for address, port, zone in self.NODES)
         return proto.unpack_node_list(body, len(self.NODES))
 
     def test_fnv_1a_64(self):

@@ -26,6 +26,7 @@ from glance_store_fastsheep import client
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
 from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep.tests.unit import sheep_wire
 from glance_store_fastsheep.tests.unit import test_native_failover
 
 OBJECT = test_native_failover.OBJECT
@@ -39,7 +40,7 @@ class PartialTest(test_native_failover.ClientTestCase):
         stored = self.first.attrs.get(self.first.attr_slot(name, KEY))
         if stored is None or not stored[:1].strip(b'\0'):
             return None
-        return proto.unpack_vdi_attr(stored)
+        return sheep_wire.read_attr(stored)
 
     def leave_partial(self, data):
         """An upload cut off with no member left; its vid."""

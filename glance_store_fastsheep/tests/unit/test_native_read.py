@@ -28,6 +28,7 @@ from glance_store_fastsheep.native import vdi
 from glance_store_fastsheep.tests import green_child
 from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep.tests.unit import sheep_wire
 
 OBJECT = 1 << 16  # the fake images' object size (block_size_shift 16)
 
@@ -393,7 +394,7 @@ class FaultTest(NativeReadTestCase):
 
         def killed(conn, opcode, req_id, length, oid, *rest):
             if oid == proto.data_oid(image.vid, 2):
-                conn.sendall(proto.pack_response(req_id, opcode, 0x8D))
+                conn.sendall(sheep_wire.response(req_id, opcode, 0x8D))
                 return True
             return real_answer(conn, opcode, req_id, length, oid, *rest)
         self.sheep._answer = killed

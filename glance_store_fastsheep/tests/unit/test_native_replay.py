@@ -29,6 +29,7 @@ from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.native import vdi as vdi_ops
+from glance_store_fastsheep.tests.unit import sheep_wire
 from glance_store_fastsheep.tests.unit import test_native_failover
 
 OBJECT = test_native_failover.OBJECT
@@ -70,7 +71,7 @@ class ReplayTest(test_native_failover.ClientTestCase):
         stored = self.first.attrs.get(self.first.attr_slot('img', key))
         if stored is None or not stored[:1].strip(b'\0'):
             return False
-        _name, ctime, _key, value = proto.unpack_vdi_attr(stored)
+        _name, ctime, _key, value = sheep_wire.read_attr(stored)
         return (value == ('vdi=%x' % vid).encode('ascii') and
                 ctime == self.first.images['img', 0].create_time)
 
@@ -205,7 +206,7 @@ class ReplayTest(test_native_failover.ClientTestCase):
         # Another attribute in a marker's slot is left alone.
         self.first.add_image('other', b'o' * OBJECT)
         slot = self.first.attr_slot('img', vdi_ops.PARTIAL_KEY)
-        foreign = proto.pack_vdi_attr_obj('img', 'operator.note', b'x', 0)
+        foreign = sheep_wire.attr_object('img', 'operator.note', b'x', 0)
         self.first.attrs[slot] = foreign
         self.first.add_image('img', b'i' * OBJECT)
         self.client.delete('127.0.0.1', self.first.port, 'img')
