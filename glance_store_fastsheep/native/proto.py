@@ -353,11 +353,6 @@ def data_oid(vid, index):
             _oid_part(index, MAX_FLAT_OBJECTS, 'object index'))
 
 
-def pack_read(req_id, oid, offset, length, flags=0):
-    """A READ_OBJ request header: length bytes at offset of object oid."""
-    return pack_obj(OP_READ_OBJ, req_id, oid, offset, length, flags)
-
-
 def pack_obj(opcode, req_id, oid, offset, length, flags=0, copies=0,
              copy_policy=0):
     """An object request header (READ/WRITE/CREATE_AND_WRITE/REMOVE_OBJ).
@@ -391,14 +386,6 @@ def pack_vdi(opcode, req_id, name, snapid=0, tag=None, vdi_size=0):
     header = _REQ_VDI.pack(PROTO_VER, opcode, FLAG_CMD_WRITE, 0, req_id,
                            len(data), vdi_size, 0, 0, 0, 0, 0, snapid, 0)
     return header + data
-
-
-def pack_vdi_info(req_id, name, snapid=0, tag=''):
-    """A GET_VDI_INFO request: header and the name/tag data it carries.
-
-    snapid 0 and an empty tag name the writable (current) VDI.
-    """
-    return pack_vdi(OP_GET_VDI_INFO, req_id, name, snapid, tag)
 
 
 def pack_vdi_attr(req_id, sheep_version, name, key, value=b'', flags=0):
@@ -437,7 +424,10 @@ def unpack_vdi_attr(raw):
 
 
 def pack_vdi_attr_obj(name, key, value, ctime):
-    """An attribute object as sheep stores it (for test servers)."""
+    """An attribute object as sheep stores it: header, then value.
+
+    What sheep hashes an attribute's slot from (``vdi.marker_oid``).
+    """
     return _ATTR_HEADER.pack(_name_bytes(name, MAX_VDI_LEN), b'', ctime, 0,
                              len(value),
                              _name_bytes(key, MAX_VDI_ATTR_KEY_LEN)) + value
@@ -539,19 +529,6 @@ def address_text(addr):
                     for i in range(0, 16, 2))
 
 
-def pack_node(address, port, size=NODE_SIZES[0], nr_vnodes=0, zone=0):
-    """One struct sd_node entry (for test servers; IPv4 only)."""
-    addr = b'\0' * 12 + bytes(bytearray(int(part)
-                                        for part in address.split('.')))
-    entry = bytearray(size)
-    entry[NODE_ADDR_OFFSET:NODE_ADDR_OFFSET + 16] = addr
-    entry[NODE_PORT_OFFSET:NODE_PORT_OFFSET + 2] = _UINT16.pack(port)
-    entry[NODE_VNODES_OFFSET:NODE_VNODES_OFFSET + 2] = _UINT16.pack(
-        nr_vnodes)
-    entry[NODE_ZONE_OFFSET:NODE_ZONE_OFFSET + 4] = _UINT32.pack(zone)
-    return bytes(entry)
-
-
 def pack_uint32s(value, count):
     """count little-endian copies of a 32-bit value (inode entries)."""
     return struct.pack('<%dI' % count, *([value] * count))
@@ -583,44 +560,6 @@ def unpack_response(raw):
         raise ProtocolError('a response header is %d bytes, got %d'
                             % (HEADER_SIZE, len(raw)))
     return Response(raw)
-
-
-def pack_response(req_id, opcode, result, data_length=0, vdi_id=0,
-                  proto_ver=PROTO_VER, copies=0, block_size_shift=0,
-                  nr_nodes=0, attr_id=0):
-    """A response header, as sheep sends one (for test servers)."""
-    return _RSP.pack(proto_ver, opcode, 0, 0, req_id, data_length, result,
-                     nr_nodes, vdi_id, attr_id, copies, block_size_shift)
-
-
-def unpack_request(raw):
-    """(opcode, id, data_length, oid, offset, snapid) of a request header.
-
-    Used by test servers; oid and offset are meaningful for object
-    requests, snapid for VDI requests.
-    """
-    fields = _REQ_OBJ.unpack(bytes(raw))
-    vdi = _REQ_VDI.unpack(bytes(raw))
-    return fields[1], fields[4], fields[5], fields[6], fields[13], vdi[12]
-
-
-class RequestFields(object):
-    """Every header field a test server looks at, by name."""
-
-    def __init__(self, raw):
-        raw = bytes(raw)
-        obj = _REQ_OBJ.unpack(raw)
-        vdi = _REQ_VDI.unpack(raw)
-        (self.proto_ver, self.opcode, self.flags, _epoch, self.id,
-         self.data_length) = obj[:6]
-        self.oid = obj[6]
-        self.copies = obj[8]
-        self.copy_policy = obj[9]
-        self.offset = obj[13]
-        self.vdi_size = vdi[6]
-        self.vdi_copies = vdi[8]
-        self.block_size_shift = vdi[11]
-        self.snapid = vdi[12]
 
 
 class InodeFields(object):
@@ -683,15 +622,3 @@ class InodeFields(object):
                    self.max_size, 'OLD_MAX_DATA_OBJS' if not
                    self.store_policy else 'MAX_DATA_OBJS'))
         check_redundancy(self.nr_copies, self.copy_policy, what)
-
-
-def pack_inode_fields(name, vdi_size, vdi_id, parent_vdi_id=0,
-                      block_size_shift=DEFAULT_BLOCK_SIZE_SHIFT,
-                      store_policy=0, snap_id=1, nr_copies=1,
-                      create_time=0, copy_policy=0):
-    """An inode's first INODE_FIELDS_SIZE bytes (for test servers)."""
-    name = name.encode('utf-8') if not isinstance(name, bytes) else name
-    return _INODE_FIELDS.pack(name, b'', create_time, 0, 0, vdi_size, 0,
-                              copy_policy, store_policy, nr_copies,
-                              block_size_shift, snap_id, vdi_id,
-                              parent_vdi_id)
