@@ -40,6 +40,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from glance_store_fastsheep import hub_safe
+from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep import results
 
@@ -499,7 +500,7 @@ class Session(Calls):
         copies, node counts, an inode's fields and object table) are
         checked against sheepdog's limits here, where the sheep that
         sent them is known (``proto.check_success``,
-        ``proto.check_inode_read``).
+        ``inode_layout.check_read``).
 
         A failure may carry data too: sheep's gateway answers a failed
         read of an erasure-coded object with the length asked for
@@ -545,7 +546,7 @@ class Session(Calls):
             if response.data_length:
                 data = self._receive_data(request, response.data_length)
                 if data is not None and request.reads_inode():
-                    self._bounded(proto.check_inode_read, request.oid,
+                    self._bounded(inode_layout.check_read, request.oid,
                                   request.offset, data)
         # Only now: a request whose data was cut off is still to resend.
         del self._outstanding[response.id]

@@ -49,6 +49,7 @@ import six
 
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import parking
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -254,5 +255,5 @@ def unrecorded(session, vdi):
     if not vdi.size:
         return iter(())
     last = min((vdi.size - 1) // vdi.object_size,
-               proto.INODE_DATA_INDEX_ENTRIES - 1)
+               inode_layout.DATA_INDEX_ENTRIES - 1)
     return vdi_ops.unowned(session, vdi.vid, six.moves.range(last + 1))

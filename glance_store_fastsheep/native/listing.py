@@ -24,6 +24,7 @@ import collections
 from oslo_log import log as logging
 
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import proto
 
 LOG = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ def images(session):
     for first in range(0, len(vids), BATCH):
         requests = []
         for vid in vids[first:first + BATCH]:
-            buf = bytearray(proto.INODE_FIELDS_SIZE)
+            buf = bytearray(inode_layout.FIELDS_SIZE)
             requests.append((vid, buf, connection.Request(
                 proto.OP_READ_OBJ, proto.vdi_oid(vid), 0, len(buf),
                 memoryview(buf), proto.FLAG_CMD_DIRECT)))
@@ -85,7 +86,7 @@ def images(session):
                             'read (%s); left out', vid,
                             proto.result_text(request.result))
                 continue
-            fields = proto.InodeFields(buf)
+            fields = inode_layout.Fields(buf)
             if fields.vdi_id != vid:
                 raise proto.ProtocolError(
                     '%s answered the inode of VDI %x for VDI %x'

@@ -31,6 +31,7 @@ join or leave.
 from oslo_log import log as logging
 
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import node_list
 from glance_store_fastsheep.native import parking
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep import nodes
@@ -67,7 +68,7 @@ class Membership(object):
 
     def __init__(self, entry_points):
         self.entry_points = tuple(entry_points)
-        # [proto.Node] an entry point last named, and the epoch of that
+        # [node_list.Node] an entry point last named, and the epoch of that
         # answer (None: never asked).
         self.members = ()
         self.epoch = None
@@ -129,7 +130,7 @@ class Membership(object):
                           proto.result_text(answer.result))
                 return version
             try:
-                members = proto.unpack_node_list(
+                members = node_list.unpack(
                     buf[:answer.response.data_length],
                     answer.response.nr_nodes)
             except proto.ProtocolError as exc:

@@ -24,6 +24,12 @@ own internal protocol version, which changed between releases
 (``SHEEP_VERSIONS``).
 The result codes keep sheepdog's own names so that an error message can
 be looked up in sheepdog's documentation and logs.
+
+The headers, the operations and what the requests carry are here; what
+sheep answers in its two larger structures is read by ``inode_layout``
+(struct sd_inode) and ``node_list`` (GET_NODE_LIST's struct sd_node
+entries), which check their numbers as ``check_success`` checks a
+header's.
 """
 
 import collections
@@ -68,16 +74,6 @@ NODE_SIZES = (80, 80 + 16 * 32)
 # the members a cluster can have, 6144, or 830 in a build with disk
 # vnodes, whose larger entries fill the same buffer.
 MAX_NODES = {NODE_SIZES[0]: 6144, NODE_SIZES[1]: 830}
-# In struct sd_node: the rb_node (three 8-byte words), then node_id's
-# 16-byte address (IPv4 in its last 4 bytes, the first 12 zero) and port.
-NODE_ADDR_OFFSET = 24
-NODE_PORT_OFFSET = 40
-# What sheep hashes a node by: node_id up to io_addr (address and port).
-NODE_ID_SIZE = 18
-# Then, after node_id's io_addr, io_port and padding: nr_vnodes (16
-# bits) and, aligned, zone (32 bits).
-NODE_VNODES_OFFSET = 64
-NODE_ZONE_OFFSET = 68
 
 FLAG_CMD_WRITE = 0x01
 # Bypass sheep's object cache: how `dog` reads an inode; 0.9's object
@@ -100,29 +96,13 @@ VDI_SPACE_SHIFT = 32
 # (get_vdi_bitmap_range in sheep/vdi.c skips it), which the object
 # table uses for a hole.
 NR_VDIS = 1 << 24
-# Sheep's object size is 1 << block_size_shift; 0 in an inode written
-# before the field existed means sheep's SD_DEFAULT_BLOCK_SIZE_SHIFT.
-# Sheep computes the size as a 32-bit value (``UINT32_C(1) <<
-# block_size_shift``, sheep/vdi.c of 1.0.1 and master), so 31 is the
-# largest shift it can serve; ``dog cluster format -z`` and ``dog vdi
-# create -z`` refuse anything outside 20-31, but sheep itself takes any
-# shift a NEW_VDI carries, and serves it.
-DEFAULT_BLOCK_SIZE_SHIFT = 22
-MAX_BLOCK_SIZE_SHIFT = 31
-# Data objects a VDI can have: OLD_MAX_DATA_OBJS (2^20, the flat
-# data_vdi_id array of a store policy 0 inode, the limit ``dog vdi
-# create`` and ``resize`` enforce) and MAX_DATA_OBJS (2^32, a hyper
-# volume's B-tree, store policy 1) in include/sheepdog_proto.h.
+# A flat (store policy 0) inode's data_vdi_id array has
+# OLD_MAX_DATA_OBJS (2^20) entries, the only object table this client
+# reads or writes (``inode_layout``): a data object's index is below it.
 MAX_FLAT_OBJECTS = 1 << 20
-MAX_DATA_OBJS = 1 << 32
-STORE_POLICIES = (0, 1)
 # SD_MAX_COPIES (internal_proto.h): SD_EC_MAX_STRIP (16, fec.h) data
-# strips and up to 15 parity strips. An erasure-coded copy_policy holds
-# half the data strips (2, 4, 8 or 16) in its upper 4 bits and the
-# parity strips (1-15) in its lower 4 (dog's parse_copy); sheep then
-# keeps data + parity copies (ec_policy_to_dp, sheep/ops.c).
+# strips and up to 15 parity strips (``inode_layout.check_redundancy``).
 MAX_COPIES = 31
-EC_DATA_HALVES = (1, 2, 4, 8)
 # Attribute objects: bit 61, the VDI id sheep hashes from the name, and
 # the attribute's slot in bits 0-31.
 VDI_ATTR_BIT = 1 << 61
@@ -135,19 +115,6 @@ MAX_VDI_ATTR_VALUE_LEN = 65536
 _ATTR_HEADER = struct.Struct('<256s256sQII256s')
 ATTR_HEADER_SIZE = _ATTR_HEADER.size
 ATTR_OBJ_SIZE = ATTR_HEADER_SIZE + MAX_VDI_ATTR_VALUE_LEN
-
-# struct sd_inode, the fields read here. The header (everything before
-# data_vdi_id) is 4664 bytes: name and tag (256 each), five 64-bit
-# times and sizes, four policy bytes, three 32-bit ids, btree_counter and
-# 1023 unused 32-bit words.
-INODE_CTIME_OFFSET = 512
-INODE_VDI_SIZE_OFFSET = 536
-INODE_PARENT_OFFSET = 564
-INODE_CHILDREN_OFFSET = 568
-MAX_CHILDREN = 1024
-INODE_FIELDS_SIZE = 568  # through parent_vdi_id
-INODE_DATA_INDEX_OFFSET = 4664
-INODE_DATA_INDEX_ENTRIES = 1 << 20
 
 # proto_ver, opcode, flags, epoch, id, data_length: both headers start so.
 _COMMON = '<BBHIII'
@@ -164,9 +131,6 @@ _RSP = struct.Struct(_COMMON + 'IIIIBB14x')
 # tag, nodes_nr, block_size_shift.
 _REQ_CLUSTER = struct.Struct(_COMMON + 'QQBBHIIB3x')
 _UINT64 = struct.Struct('<Q')
-_UINT16 = struct.Struct('<H')
-_UINT32 = struct.Struct('<I')
-_INODE_FIELDS = struct.Struct('<256s256sQQQQQBBBBIII')
 
 assert _REQ_OBJ.size == HEADER_SIZE
 assert _REQ_VDI.size == HEADER_SIZE
@@ -214,11 +178,6 @@ class ProtocolError(exceptions.BackendException):
 # after "<sheep> sent ", which ``connection`` puts before it.
 
 
-def _bytes(data, start, end):
-    """data[start:end] as bytes (data: bytes, bytearray or memoryview)."""
-    return memoryview(data)[start:end].tobytes()
-
-
 def check_vid(vid, what, zero=False):
     """Raise ProtocolError unless vid is a VDI id sheep gives (or 0)."""
     if vid >= NR_VDIS or not (vid or zero):
@@ -232,24 +191,6 @@ def check_copies(copies, what):
     if copies > MAX_COPIES:
         raise ProtocolError('%s %d: sheepdog keeps at most %d (SD_MAX_COPIES)'
                             % (what, copies, MAX_COPIES))
-
-
-def check_redundancy(nr_copies, copy_policy, what):
-    """Raise ProtocolError unless (nr_copies, copy_policy) is sheep's.
-
-    Replication: up to SD_MAX_COPIES copies. Erasure code: a policy
-    ``dog`` can make, and the data + parity copies sheep keeps for it.
-    """
-    if not copy_policy:
-        check_copies(nr_copies, what + ' nr_copies')
-        return
-    halves, parity = copy_policy >> 4, copy_policy & 0x0f
-    if (halves not in EC_DATA_HALVES or not parity or
-            nr_copies != 2 * halves + parity):
-        raise ProtocolError(
-            '%s copy_policy 0x%02x and nr_copies %d: not an erasure code '
-            'sheepdog makes (2, 4, 8 or 16 data strips, 1 to 15 parity '
-            'strips, one copy each)' % (what, copy_policy, nr_copies))
 
 
 def node_entry_size(data_length, nr_nodes):
@@ -284,37 +225,6 @@ def check_success(opcode, response):
         check_copies(response.copies, 'copies')
     elif opcode == OP_GET_NODE_LIST and response.nr_nodes:
         node_entry_size(response.data_length, response.nr_nodes)
-
-
-def check_inode_read(oid, offset, data):
-    """Raise ProtocolError unless data read at offset of inode oid is.
-
-    The header fields when data holds them (``InodeFields.check``, and
-    the inode must be the one asked for), and every ``data_vdi_id``
-    entry it holds whole: an entry names a VDI (the owner of the
-    object) or 0 (a hole).
-    """
-    vid = oid_vid(oid)
-    if offset == 0 and len(data) >= INODE_FIELDS_SIZE:
-        fields = InodeFields(data)
-        if fields.vdi_id != vid:
-            raise ProtocolError('the inode of VDI 0x%x for VDI 0x%x'
-                                % (fields.vdi_id, vid))
-    end = min(offset + len(data),
-              INODE_DATA_INDEX_OFFSET + 4 * INODE_DATA_INDEX_ENTRIES)
-    first = max(offset, INODE_DATA_INDEX_OFFSET)
-    first += -(first - INODE_DATA_INDEX_OFFSET) % 4
-    count = (end - first) // 4
-    if count <= 0:
-        return
-    entries = struct.unpack('<%dI' % count, _bytes(
-        data, first - offset, first - offset + 4 * count))
-    top = max(entries)
-    if top >= NR_VDIS:
-        index = ((first - INODE_DATA_INDEX_OFFSET) // 4 +
-                 entries.index(top))
-        check_vid(top, 'an inode (VDI 0x%x) whose data_vdi_id entry %d '
-                  'names VDI' % (vid, index))
 
 
 def _oid_part(value, limit, what):
@@ -472,63 +382,6 @@ def pack_node_list(req_id, sheep_version):
                              NODE_LIST_BUFFER, 0, 0, 0, 0, 0, 0, 0, 0)
 
 
-class Node(tuple):
-    """A member of the cluster: ``(address, port)``, and its placement.
-
-    A tuple so that it stands for the node wherever an ``(address,
-    port)`` does (entry points, failed nodes). ``node_id`` is the bytes
-    sheep hashes the node by, ``nr_vnodes`` and ``zone`` place objects
-    on it (``placement.Ring``); ``disks`` says the entry came from a
-    build with disk vnodes, whose placement hashes disks instead.
-    """
-
-    def __new__(cls, address, port, node_id=None, nr_vnodes=0, zone=0,
-                disks=False):
-        node = tuple.__new__(cls, (address, port))
-        node.node_id = node_id
-        node.nr_vnodes = nr_vnodes
-        node.zone = zone
-        node.disks = disks
-        return node
-
-    def __getnewargs__(self):
-        return (self[0], self[1], self.node_id, self.nr_vnodes, self.zone,
-                self.disks)
-
-
-def unpack_node_list(data, nr_nodes):
-    """[Node] of GET_NODE_LIST's data of nr_nodes entries, in its order.
-
-    The entry size tells the two builds apart (``NODE_SIZES``). Each
-    entry's nr_vnodes is 16 bits, as sheep's own (1 to 65535, ``sheep
-    -V``; 0 for a gateway): ``placement.Ring`` bounds their sum.
-    """
-    if not nr_nodes:
-        return []
-    size = node_entry_size(len(data), nr_nodes)
-    nodes = []
-    for index in range(nr_nodes):
-        entry = bytes(data[index * size:(index + 1) * size])
-        addr = entry[NODE_ADDR_OFFSET:NODE_ADDR_OFFSET + 16]
-        port = _UINT16.unpack_from(entry, NODE_PORT_OFFSET)[0]
-        nodes.append(Node(
-            address_text(addr), port,
-            entry[NODE_ADDR_OFFSET:NODE_ADDR_OFFSET + NODE_ID_SIZE],
-            _UINT16.unpack_from(entry, NODE_VNODES_OFFSET)[0],
-            _UINT32.unpack_from(entry, NODE_ZONE_OFFSET)[0],
-            size != NODE_SIZES[0]))
-    return nodes
-
-
-def address_text(addr):
-    """A node_id's 16-byte address as text (IPv4 when mapped so)."""
-    addr = bytearray(addr)
-    if not any(addr[:12]) and addr[12]:
-        return '.'.join(str(byte) for byte in addr[12:])
-    return ':'.join('%x' % ((addr[i] << 8) | addr[i + 1])
-                    for i in range(0, 16, 2))
-
-
 def pack_uint32s(value, count):
     """count little-endian copies of a 32-bit value (inode entries)."""
     return struct.pack('<%dI' % count, *([value] * count))
@@ -560,65 +413,3 @@ def unpack_response(raw):
         raise ProtocolError('a response header is %d bytes, got %d'
                             % (HEADER_SIZE, len(raw)))
     return Response(raw)
-
-
-class InodeFields(object):
-    """The inode fields a reader needs, from its first 568 bytes.
-
-    Checked against sheepdog's limits (``check``) before anyone sizes
-    a list, a buffer or a loop by them: what is built holds only values
-    a sheep can have written.
-    """
-
-    def __init__(self, raw):
-        fields = _INODE_FIELDS.unpack(_bytes(raw, 0, INODE_FIELDS_SIZE))
-        self.name = fields[0].rstrip(b'\0')
-        self.create_time = fields[2]
-        # Set only in a snapshot (sheep's vdi_is_snapshot).
-        self.snap_ctime = fields[3]
-        self.vdi_size = fields[5]
-        self.copy_policy = fields[7]
-        self.store_policy = fields[8]
-        self.nr_copies = fields[9]
-        self.block_size_shift = (fields[10] or DEFAULT_BLOCK_SIZE_SHIFT)
-        self.snap_id = fields[11]
-        self.vdi_id = fields[12]
-        self.parent_vdi_id = fields[13]
-        self.check()
-
-    @property
-    def object_size(self):
-        return 1 << self.block_size_shift
-
-    @property
-    def max_size(self):
-        """The largest vdi_size the inode's object table can hold."""
-        objects = MAX_FLAT_OBJECTS if self.store_policy == 0 else (
-            MAX_DATA_OBJS)
-        return self.object_size * objects
-
-    def check(self):
-        """Raise ProtocolError unless every field is within sheep's limits.
-
-        A flat inode (store policy 0) holds at most MAX_FLAT_OBJECTS
-        objects: a larger vdi_size would size a delete's or a read's
-        object table past the inode's data_vdi_id array.
-        """
-        what = 'an inode (VDI 0x%x) with' % self.vdi_id
-        check_vid(self.vdi_id, 'an inode with vdi_id')
-        check_vid(self.parent_vdi_id, what + ' parent_vdi_id', zero=True)
-        if self.block_size_shift > MAX_BLOCK_SIZE_SHIFT:
-            raise ProtocolError(
-                '%s block_size_shift %d: sheep\'s objects are at most 2^%d '
-                'bytes' % (what, self.block_size_shift, MAX_BLOCK_SIZE_SHIFT))
-        if self.store_policy not in STORE_POLICIES:
-            raise ProtocolError('%s store_policy %d: sheepdog has %s'
-                                % (what, self.store_policy, STORE_POLICIES))
-        if self.vdi_size > self.max_size:
-            raise ProtocolError(
-                '%s vdi_size %d: objects of %d bytes in a store policy %d '
-                'inode hold at most %d bytes (%s objects)'
-                % (what, self.vdi_size, self.object_size, self.store_policy,
-                   self.max_size, 'OLD_MAX_DATA_OBJS' if not
-                   self.store_policy else 'MAX_DATA_OBJS'))
-        check_redundancy(self.nr_copies, self.copy_policy, what)

@@ -58,6 +58,7 @@ import six
 
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import parking
 from glance_store_fastsheep.native import placement
 from glance_store_fastsheep.native import proto
@@ -128,19 +129,19 @@ class Table(object):
             self.buf = bytearray(4 * count)
         self.session.call(connection.Request(
             proto.OP_READ_OBJ, proto.vdi_oid(self.vid),
-            proto.INODE_DATA_INDEX_OFFSET + 4 * index, 4 * count,
+            inode_layout.DATA_INDEX_OFFSET + 4 * index, 4 * count,
             memoryview(self.buf)[:4 * count], proto.FLAG_CMD_DIRECT))
         self.first = index
         self.count = count
 
 
 def read_inode_fields(session, vid):
-    """The InodeFields of VDI vid."""
-    fields_buf = bytearray(proto.INODE_FIELDS_SIZE)
+    """The inode_layout.Fields of VDI vid."""
+    fields_buf = bytearray(inode_layout.FIELDS_SIZE)
     session.call(connection.Request(
         proto.OP_READ_OBJ, proto.vdi_oid(vid), 0, len(fields_buf),
         memoryview(fields_buf), proto.FLAG_CMD_DIRECT))
-    return proto.InodeFields(fields_buf)
+    return inode_layout.Fields(fields_buf)
 
 
 def look_up(session, name, snapid=0, tag=''):
@@ -392,7 +393,7 @@ def set_size(session, vdi, size):
     twin resent after a failover) would land after any later size. The
     writer sends it once per upload, after the last record.
     """
-    session.call(inode_write(vdi, proto.INODE_VDI_SIZE_OFFSET,
+    session.call(inode_write(vdi, inode_layout.VDI_SIZE_OFFSET,
                              proto.pack_uint64(size)))
     vdi.inode.vdi_size = size
 
@@ -410,7 +411,7 @@ def record(vdi, first, count, owner=None):
     """The request setting entries first..first+count-1 to owner."""
     if owner is None:
         owner = vdi.vid
-    return inode_write(vdi, proto.INODE_DATA_INDEX_OFFSET + 4 * first,
+    return inode_write(vdi, inode_layout.DATA_INDEX_OFFSET + 4 * first,
                        proto.pack_uint32s(owner, count),
                        tag=(first, count))
 

@@ -75,6 +75,7 @@ from glance_store_fastsheep import budget
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import leftovers
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import recovery
@@ -87,7 +88,7 @@ LOG = logging.getLogger(__name__)
 # its data_vdi_id table has OLD_MAX_DATA_OBJS (2^20) entries. An entry
 # past it would land in the inode's gref[] array; dog (vdi create and
 # resize) and QEMU refuse a flat VDI above object size x 2^20.
-MAX_OBJECTS = proto.INODE_DATA_INDEX_ENTRIES
+MAX_OBJECTS = inode_layout.DATA_INDEX_ENTRIES
 # The object size of a sheep without GET_CLUSTER_DEFAULT (before 1.0):
 # SD_DATA_OBJ_SIZE, its only one.
 FIXED_OBJECT_SIZE = 4 * units.Mi
@@ -358,7 +359,7 @@ class Writer(object):
                         for first, count in vdi_ops.runs(self.recorded)]
             if size is not None:
                 requests.append(vdi_ops.inode_write(
-                    self.vdi, proto.INODE_VDI_SIZE_OFFSET,
+                    self.vdi, inode_layout.VDI_SIZE_OFFSET,
                     proto.pack_uint64(size)))
             self.session.send(requests)
             for request in requests:

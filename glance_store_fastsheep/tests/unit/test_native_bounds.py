@@ -30,6 +30,7 @@ from oslotest import base
 from glance_store_fastsheep import client
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import node_list
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.tests import native_settings
@@ -278,9 +279,9 @@ class NodeListTest(base.BaseTestCase):
         for size, most in ((80, 6144), (592, 830)):
             entries = sheep_wire.node_entry('10.0.0.1', 7000, size) * (
                 most + 1)
-            self.assertRaises(proto.ProtocolError, proto.unpack_node_list,
+            self.assertRaises(proto.ProtocolError, node_list.unpack,
                               entries, most + 1)
-            self.assertEqual(most, len(proto.unpack_node_list(
+            self.assertEqual(most, len(node_list.unpack(
                 entries[:size * most], most)))
 
 

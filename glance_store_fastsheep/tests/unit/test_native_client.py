@@ -29,6 +29,7 @@ from glance_store_fastsheep import client
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import client as native_client
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi
 from glance_store_fastsheep.tests import green_child
@@ -211,12 +212,12 @@ class WriteTest(ClientTestCase):
         self.settings.write_concurrency = 8
         self.write('img', payload(8 * OBJECT, seed=5))
         records = [r for r in self.ops(proto.OP_WRITE_OBJ)
-                   if r[2] >= proto.INODE_DATA_INDEX_OFFSET]
+                   if r[2] >= inode_layout.DATA_INDEX_OFFSET]
         # Fewer requests than objects, covering each index once.
         self.assertLess(len(records), 8)
         covered = []
         for _op, _oid, offset, length in records:
-            first = (offset - proto.INODE_DATA_INDEX_OFFSET) // 4
+            first = (offset - inode_layout.DATA_INDEX_OFFSET) // 4
             covered.extend(range(first, first + length // 4))
         self.assertEqual(list(range(8)), sorted(covered))
         # Each entry was written only after its object was.
@@ -240,7 +241,7 @@ class WriteTest(ClientTestCase):
         writes = [r for r in self.sheep.requests
                   if r[0] in (proto.OP_WRITE_OBJ,
                               proto.OP_CREATE_AND_WRITE_OBJ)]
-        sizes = [r for r in writes if r[2] == proto.INODE_VDI_SIZE_OFFSET]
+        sizes = [r for r in writes if r[2] == inode_layout.VDI_SIZE_OFFSET]
         self.assertEqual(1, len(sizes))
         self.assertEqual(sizes[0], writes[-1])
         self.assertFdsClosed()
@@ -417,8 +418,8 @@ class LookupDeleteTest(ClientTestCase):
         self.assertEqual({}, self.sheep.attrs)
         zeroing = [r for r in self.ops(proto.OP_WRITE_OBJ)]
         # Entries 0-2 in one run, 4 in another.
-        self.assertEqual([(proto.INODE_DATA_INDEX_OFFSET, 12),
-                          (proto.INODE_DATA_INDEX_OFFSET + 16, 4)],
+        self.assertEqual([(inode_layout.DATA_INDEX_OFFSET, 12),
+                          (inode_layout.DATA_INDEX_OFFSET + 16, 4)],
                          sorted((r[2], r[3]) for r in zeroing))
         self.assertFdsClosed()
 

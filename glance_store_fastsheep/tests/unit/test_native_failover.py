@@ -31,6 +31,7 @@ from oslotest import base
 
 from glance_store_fastsheep import client
 from glance_store_fastsheep.native import membership
+from glance_store_fastsheep.native import node_list
 from glance_store_fastsheep.native import placement
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
@@ -409,15 +410,15 @@ class EntryPointTest(base.BaseTestCase):
             body = (sheep_wire.node_entry('10.1.2.3', 7000, size) +
                     sheep_wire.node_entry('10.1.2.4', 7001, size))
             self.assertEqual([('10.1.2.3', 7000), ('10.1.2.4', 7001)],
-                             proto.unpack_node_list(body, 2))
+                             node_list.unpack(body, 2))
 
     def test_node_list_of_another_size_is_refused(self):
-        self.assertRaises(proto.ProtocolError, proto.unpack_node_list,
+        self.assertRaises(proto.ProtocolError, node_list.unpack,
                           b'\0' * 100, 1)
 
     def test_ipv6_node_address(self):
         addr = bytes(bytearray([0xfd] + [0] * 14 + [1]))
-        self.assertEqual('fd00:0:0:0:0:0:0:1', proto.address_text(addr))
+        self.assertEqual('fd00:0:0:0:0:0:0:1', node_list.address_text(addr))
 
 
 class PlacementTest(base.BaseTestCase):
@@ -447,7 +448,7 @@ class PlacementTest(base.BaseTestCase):
         body = b''.join(
             sheep_wire.node_entry(address, port, size, vnodes, zone)
             for address, port, zone in self.NODES)
-        return proto.unpack_node_list(body, len(self.NODES))
+        return node_list.unpack(body, len(self.NODES))
 
     def test_fnv_1a_64(self):
         # The FNV reference vectors (isthe.com/chongo/tech/comp/fnv).
@@ -465,7 +466,7 @@ class PlacementTest(base.BaseTestCase):
         self.assertEqual(('127.0.0.1', 52435), node)
         self.assertEqual((128, 2, False), (node.nr_vnodes, node.zone,
                                            node.disks))
-        self.assertEqual(proto.NODE_ID_SIZE, len(node.node_id))
+        self.assertEqual(node_list.ID_SIZE, len(node.node_id))
 
     def test_holders_of_a_real_cluster(self):
         ring = placement.Ring.of(self.nodes())

@@ -22,6 +22,7 @@ from glance_store import exceptions
 from oslotest import base
 
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.native import vdi
@@ -134,7 +135,7 @@ class ReadTest(NativeReadTestCase):
         # the inode's fields and the table entries of the range: nothing
         # sized by the image or by sheep.
         self.assertEqual(sorted([OBJECT] * 4 + [proto.HEADER_SIZE,
-                                                proto.INODE_FIELDS_SIZE,
+                                                inode_layout.FIELDS_SIZE,
                                                 4 * 40]),
                          sorted(sizes))
 
@@ -204,8 +205,8 @@ class ReadTest(NativeReadTestCase):
         # to the last.
         table_reads = [r for r in self.sheep.requests
                        if r[0] == proto.OP_READ_OBJ and r[1] & proto.VDI_BIT]
-        self.assertEqual([(proto.INODE_DATA_INDEX_OFFSET, 4 * 5),
-                          (proto.INODE_DATA_INDEX_OFFSET + 4, 4 * 3)],
+        self.assertEqual([(inode_layout.DATA_INDEX_OFFSET, 4 * 5),
+                          (inode_layout.DATA_INDEX_OFFSET + 4, 4 * 3)],
                          [r[2:] for r in table_reads])
 
     def test_clone_reads_the_parent_objects_it_did_not_write(self):
@@ -244,9 +245,9 @@ class ReadTest(NativeReadTestCase):
         inode_reads = [r for r in self.sheep.requests
                        if r[0] == proto.OP_READ_OBJ and r[1] & proto.VDI_BIT]
         self.assertEqual([(proto.OP_READ_OBJ, proto.vdi_oid(image.vid), 0,
-                           proto.INODE_FIELDS_SIZE),
+                           inode_layout.FIELDS_SIZE),
                           (proto.OP_READ_OBJ, proto.vdi_oid(image.vid),
-                           proto.INODE_DATA_INDEX_OFFSET + 4 * 10, 4 * 4)],
+                           inode_layout.DATA_INDEX_OFFSET + 4 * 10, 4 * 4)],
                          inode_reads)
 
     def test_btree_inode_is_unsupported(self):

@@ -31,6 +31,7 @@ from glance_store_fastsheep import budget
 from glance_store_fastsheep import client
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import client as native_client
+from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import write as native_write
 from glance_store_fastsheep.tests import green_child
@@ -53,7 +54,7 @@ class LateSizeTest(test_native_failover.FailoverTestCase):
 
         def late(opcode, oid, offset, length):
             if (opcode == proto.OP_WRITE_OBJ and not held and
-                    offset == proto.INODE_VDI_SIZE_OFFSET):
+                    offset == inode_layout.VDI_SIZE_OFFSET):
                 held.append(oid)
                 return release
             return None
