@@ -12,8 +12,8 @@
 """The store with the native client, against a fake sheep.
 
 These drive ``store.py`` through ``client.get_client``; the native
-client's own operations are tested in test_native_client and
-test_native_read.
+client's own operations are tested in native/test_client and
+native/test_read.
 """
 
 import fixtures
@@ -23,15 +23,15 @@ from glance_store_fastsheep import store
 from glance_store_fastsheep.tests.functional import base as functional_base
 from glance_store_fastsheep.tests.unit import base as unit_base
 from glance_store_fastsheep.tests.unit import fake_sheep
-from glance_store_fastsheep.tests.unit import test_native_read
+from glance_store_fastsheep.tests.unit.native import base as native_base
 
-OBJECT = test_native_read.OBJECT
+OBJECT = native_base.OBJECT
 SUFFIX = '.0123456789abcdef'
 NAME = 'img' + SUFFIX
-payload = test_native_read.payload
+payload = native_base.payload
 
 
-class StoreNativeTest(test_native_read.FdsClosedMixin,
+class StoreNativeTest(native_base.FdsClosedMixin,
                       unit_base.StoreTestCase):
     """``sheepdog_store_client = native`` through Store.get."""
 

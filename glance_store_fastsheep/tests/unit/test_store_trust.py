@@ -35,12 +35,12 @@ from glance_store_fastsheep import nodes
 from glance_store_fastsheep import store_location
 from glance_store_fastsheep.tests.unit import base
 from glance_store_fastsheep.tests.unit import fake_sheep
-from glance_store_fastsheep.tests.unit import test_native_read
+from glance_store_fastsheep.tests.unit.native import base as native_base
 from glance_store_fastsheep.tests.unit import test_store
 
 IMAGE = '8d1d8cb6-5b63-4b8f-9a5e-1f3c1ab0a3d2'
 OTHER = '0b7c3d52-0f7e-4d3a-8c1e-7f6a2b9e4d10'
-OBJECT = test_native_read.OBJECT
+OBJECT = native_base.OBJECT
 
 
 class TrustTestCase(base.StoreTestCase):
@@ -53,7 +53,7 @@ class TrustTestCase(base.StoreTestCase):
         self.addCleanup(self.peer.close)
         self.foreign = fake_sheep.FakeSheep()
         self.addCleanup(self.foreign.close)
-        self.data = test_native_read.payload(3 * OBJECT + 5, seed=36)
+        self.data = native_base.payload(3 * OBJECT + 5, seed=36)
         self.first.add_image(IMAGE, self.data)
         self.foreign.add_image(IMAGE, b'not ours' * 100)
         self.log = self.useFixture(fixtures.FakeLogger(
@@ -168,7 +168,7 @@ class MembershipTest(TrustTestCase):
         # The entry point does the upload's first object and resets the
         # connection before answering: the upload fails over.
         self.first.reply_fault = (proto.OP_CREATE_AND_WRITE_OBJ, 1, 'reset')
-        data = test_native_read.payload(2 * OBJECT + 9, seed=7)
+        data = native_base.payload(2 * OBJECT + 9, seed=7)
         uri = test_store.add(sd, OTHER, data)[0]
         self.assertEqual(data, self.first.image_bytes(uri.rsplit(':', 1)[1]))
         self.assertEqual([], self.foreign.connections)

@@ -32,10 +32,10 @@ from glance_store_fastsheep.native import proto
 from glance_store_fastsheep import store
 from glance_store_fastsheep.tests.unit import base
 from glance_store_fastsheep.tests.unit import fake_sheep
-from glance_store_fastsheep.tests.unit import test_native_read
+from glance_store_fastsheep.tests.unit.native import base as native_base
 
-OBJECT = test_native_read.OBJECT
-payload = test_native_read.payload
+OBJECT = native_base.OBJECT
+payload = native_base.payload
 IMAGE_ID = '0d9f4cbc-2b53-4c1e-9a8e-5f0c6f1b7a21'
 NAME = re.compile(r'^%s\.[0-9a-f]{16}$' % IMAGE_ID)
 

@@ -33,101 +33,19 @@ from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi
 from glance_store_fastsheep.tests import green_child
-from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep.tests.unit.native import base as native_base
 from glance_store_fastsheep.tests.unit import sheep_wire
-from glance_store_fastsheep.tests.unit import test_native_read
 
-OBJECT = test_native_read.OBJECT
-payload = test_native_read.payload
-
-
-Settings = native_settings.Settings
-
-
-class Chunks(object):
-    """An iterator source of pieces of uneven sizes, as glance may pass."""
-
-    def __init__(self, data, size=7000):
-        self.pieces = [data[i:i + size] for i in range(0, len(data), size)]
-
-    def __iter__(self):
-        return iter(self.pieces)
+OBJECT = native_base.OBJECT
+Settings = native_base.Settings
+payload = native_base.payload
+digest = native_base.digest
+Chunks = native_base.Chunks
+CountingSource = native_base.CountingSource
 
 
-def digest():
-    return image_data.Digest([hashlib.md5(), hashlib.sha512()], None)
-
-
-class _Piece(bytes):
-    """A piece of image data that tells its source when it is freed."""
-
-    def __new__(cls, data, source):
-        piece = bytes.__new__(cls, data)
-        piece.source = source
-        return piece
-
-    def __del__(self):
-        self.source.freed()
-
-
-class CountingSource(object):
-    """A file whose pieces count themselves while the writer holds them.
-
-    ``peak`` is the most pieces alive at once: the image data the upload
-    held in memory, whoever held it (requests in flight, hashes).
-    """
-
-    def __init__(self, data):
-        self.data = io.BytesIO(data)
-        self.live = self.peak = 0
-        self.lock = threading.Lock()
-
-    def read(self, size):
-        chunk = self.data.read(size)
-        if not chunk:
-            return chunk
-        with self.lock:
-            self.live += 1
-            self.peak = max(self.peak, self.live)
-        return _Piece(chunk, self)
-
-    def freed(self):
-        with self.lock:
-            self.live -= 1
-
-
-class ClientTestCase(test_native_read.FdsClosedMixin, base.BaseTestCase):
-
-    def setUp(self):
-        super(ClientTestCase, self).setUp()
-        self.sheep = fake_sheep.FakeSheep()
-        self.addCleanup(self.sheep.close)
-        self.settings = Settings()
-        self.settings.port = self.sheep.port
-        self.client = client.get_client(self.settings)
-        self.count_fds()
-
-    def ops(self, opcode):
-        return [r for r in self.sheep.requests if r[0] == opcode]
-
-    def write(self, name, data, size=None, source=None):
-        hashes = digest()
-        if source is None:
-            source = io.BytesIO(data)
-        # As the store hands it over.
-        written = self.client.write(name, image_data.Source(source),
-                                    hashes,
-                                    len(data) if size is None else size)
-        self.assertEqual(len(data), written)
-        self.assertEqual(hashlib.md5(data).hexdigest(),
-                         hashes.hashers[0].hexdigest())
-        self.assertEqual(hashlib.sha512(data).hexdigest(),
-                         hashes.hashers[1].hexdigest())
-        return written
-
-
-class WriteTest(ClientTestCase):
+class WriteTest(native_base.ClientTestCase):
 
     def test_get_client_builds_the_native_client(self):
         self.assertIsInstance(self.client, native_client.NativeClient)
@@ -390,7 +308,7 @@ class Recording(object):
         self.hasher.update(piece)
 
 
-class LookupDeleteTest(ClientTestCase):
+class LookupDeleteTest(native_base.ClientTestCase):
 
     def test_lookup(self):
         self.sheep.add_image('img', payload(OBJECT + 5))
@@ -484,7 +402,7 @@ class LookupDeleteTest(ClientTestCase):
                           '127.0.0.1', port, 'img')
 
 
-class CheckTest(ClientTestCase):
+class CheckTest(native_base.ClientTestCase):
 
     def test_running_1_0_cluster(self):
         self.assertEqual('sheepdog 1.0 or later', self.client.check())

@@ -31,9 +31,9 @@ from glance_store_fastsheep import client
 from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
-from glance_store_fastsheep.tests.unit import test_native_failover
+from glance_store_fastsheep.tests.unit.native import base as native_base
 
-OBJECT = test_native_failover.OBJECT
+OBJECT = native_base.OBJECT
 
 
 def late_once(opcode, when):
@@ -48,11 +48,11 @@ def late_once(opcode, when):
     return late
 
 
-class SettleTest(test_native_failover.ClientTestCase):
+class SettleTest(native_base.FailoverClientTestCase):
 
     def with_transfer_timeout(self, seconds):
         """A client whose transfer timeout is seconds."""
-        settings = test_native_failover.Settings(self.first.port)
+        settings = native_base.FailoverSettings(self.first.port)
         settings.transfer_timeout = seconds
         self.client = client.get_client(settings)
         return settings

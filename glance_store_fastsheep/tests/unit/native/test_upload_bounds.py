@@ -36,14 +36,13 @@ from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import write as native_write
 from glance_store_fastsheep.tests import green_child
 from glance_store_fastsheep.tests.unit import fake_sheep
-from glance_store_fastsheep.tests.unit import test_native_client
-from glance_store_fastsheep.tests.unit import test_native_failover
+from glance_store_fastsheep.tests.unit.native import base as native_base
 
-OBJECT = test_native_failover.OBJECT
+OBJECT = native_base.OBJECT
 EIO = 0x03
 
 
-class LateSizeTest(test_native_failover.FailoverTestCase):
+class LateSizeTest(native_base.FailoverTestCase):
 
     def test_late_size_write_cannot_truncate_an_unknown_size_image(self):
         # The first vdi_size write is held on the first sheep: the
@@ -61,8 +60,8 @@ class LateSizeTest(test_native_failover.FailoverTestCase):
 
         self.first.late = late
         data = os.urandom(9 * OBJECT + 3)
-        hashes = test_native_client.digest()
-        store = client.get_client(test_native_failover.Settings(
+        hashes = native_base.digest()
+        store = client.get_client(native_base.FailoverSettings(
             self.first.port))
         self.assertEqual(len(data), store.write(
             'img', io.BytesIO(data), hashes, 0))
@@ -87,16 +86,16 @@ def _late_first_three(opcode, oid, offset, length):
 def green_final_error():
     """FinalErrorTest's drain, in a monkey-patched child (green_child)."""
     sheep = fake_sheep.FakeSheep()
-    settings = test_native_client.Settings()
+    settings = native_base.Settings()
     settings.port = sheep.port
     vid = sheep.next_vid = 0x40
     sheep.write_results[proto.data_oid(vid, 3)] = EIO
     sheep.late = _late_first_three
     ticker = green_child.Ticker()
-    data = test_native_client.payload(8 * OBJECT, seed=26)
+    data = native_base.payload(8 * OBJECT, seed=26)
     try:
         native_client.NativeClient(settings).write(
-            'img', io.BytesIO(data), test_native_client.digest(),
+            'img', io.BytesIO(data), native_base.digest(),
             len(data))
         raised = ''
     except exceptions.BackendException as exc:
@@ -111,7 +110,7 @@ def green_final_error():
             'ticks': ticks}
 
 
-class FinalErrorTest(test_native_client.ClientTestCase):
+class FinalErrorTest(native_base.ClientTestCase):
 
     def test_final_error_drains_under_eventlet(self):
         report = green_child.run(self, __name__, 'green_final_error')
@@ -126,10 +125,10 @@ class FinalErrorTest(test_native_client.ClientTestCase):
         vid = self.sheep.next_vid = 0x40
         self.sheep.write_results[proto.data_oid(vid, 3)] = EIO
         self.sheep.late = _late_first_three
-        data = test_native_client.payload(8 * OBJECT, seed=21)
+        data = native_base.payload(8 * OBJECT, seed=21)
         exc = self.assertRaises(exceptions.BackendException,
                                 self.client.write, 'img', io.BytesIO(data),
-                                test_native_client.digest(), len(data))
+                                native_base.digest(), len(data))
         self.assertIn('SD_RES_EIO', str(exc))
         self.sheep.wait_late()
         self.assertEqual([], list(self.sheep.images))
@@ -160,11 +159,11 @@ class FinalErrorTest(test_native_client.ClientTestCase):
             return None
 
         self.sheep.late = late
-        data = test_native_client.payload(8 * OBJECT, seed=24)
+        data = native_base.payload(8 * OBJECT, seed=24)
         started = time.time()
         self.assertRaises(exceptions.BackendException, self.client.write,
                           'img', io.BytesIO(data),
-                          test_native_client.digest(), len(data))
+                          native_base.digest(), len(data))
         # Two stall timeouts at most, no failover, and the transfer
         # timeout (1 s) since the gateway was parked.
         self.assertLess(time.time() - started, 2.5)
@@ -180,16 +179,16 @@ class FinalErrorTest(test_native_client.ClientTestCase):
         self.assertEqual(0, budget.WRITERS.held)
 
 
-class ClusterDefaultTest(test_native_client.ClientTestCase):
+class ClusterDefaultTest(native_base.ClientTestCase):
 
     def test_sheep_0_9_has_4_mib_objects(self):
         # 0.9 answers INVALID_PARMS to an opcode it does not know.
         self.sheep.results[proto.OP_GET_CLUSTER_DEFAULT] = (
             proto.INVALID_PARMS)
         self.sheep.default_shift = 22
-        data = test_native_client.payload(3 * OBJECT + 5, seed=25)
+        data = native_base.payload(3 * OBJECT + 5, seed=25)
         self.write('img', data, size=0,
-                   source=test_native_client.Chunks(data))
+                   source=native_base.Chunks(data))
         self.assertEqual(4 * units.Mi << 20,
                          self.sheep.new_vdi_fields.vdi_size)
         self.assertTrue(self.sheep.image_bytes('img') == data)
@@ -199,7 +198,7 @@ class ClusterDefaultTest(test_native_client.ClientTestCase):
         self.sheep.results[proto.OP_GET_CLUSTER_DEFAULT] = 0x06
         exc = self.assertRaises(exceptions.BackendException,
                                 self.client.write, 'img',
-                                io.BytesIO(b'x'), test_native_client.digest(),
+                                io.BytesIO(b'x'), native_base.digest(),
                                 0)
         self.assertIn('SD_RES_SYSTEM_ERROR', str(exc))
         self.assertEqual([], self.ops(proto.OP_NEW_VDI))
@@ -211,19 +210,19 @@ class ClusterDefaultTest(test_native_client.ClientTestCase):
             exc = self.assertRaises(exceptions.BackendException,
                                     self.client.write, 'img',
                                     io.BytesIO(b'x'),
-                                    test_native_client.digest(), 0)
+                                    native_base.digest(), 0)
             self.assertIn('block_size_shift %d' % shift, str(exc))
         self.assertEqual([], self.ops(proto.OP_NEW_VDI))
         self.assertFdsClosed()
 
 
-class FlatLimitTest(test_native_client.ClientTestCase):
+class FlatLimitTest(native_base.ClientTestCase):
 
     def test_known_size_past_a_flat_inode_is_refused_before_any_write(self):
         size = OBJECT * (1 << 20) + 1
         exc = self.assertRaises(exceptions.Invalid, self.client.write,
                                 'big', io.BytesIO(b'x' * OBJECT),
-                                test_native_client.digest(), size)
+                                native_base.digest(), size)
         self.assertIn('%d bytes' % size, str(exc))
         self.assertIn('2^20', str(exc))
         self.assertEqual([], self.ops(proto.OP_NEW_VDI))
@@ -233,17 +232,17 @@ class FlatLimitTest(test_native_client.ClientTestCase):
     def test_unknown_size_stops_before_the_last_object_plus_one(self):
         self.useFixture(fixtures.MockPatchObject(
             native_write, 'MAX_OBJECTS', 6, create=True))
-        fits = test_native_client.payload(6 * OBJECT, seed=22)
+        fits = native_base.payload(6 * OBJECT, seed=22)
         self.write('fits', fits, size=0,
-                   source=test_native_client.Chunks(fits))
+                   source=native_base.Chunks(fits))
         self.assertTrue(self.sheep.image_bytes('fits') == fits)
         self.assertEqual(len(fits), self.sheep.images['fits', 0].size)
         vid = self.sheep.next_vid
-        data = test_native_client.payload(6 * OBJECT + 1, seed=23)
+        data = native_base.payload(6 * OBJECT + 1, seed=23)
         exc = self.assertRaises(exceptions.Invalid, self.client.write,
                                 'big', image_data.Source(
-                                    test_native_client.Chunks(data)),
-                                test_native_client.digest(), 0)
+                                    native_base.Chunks(data)),
+                                native_base.digest(), 0)
         self.assertIn('2^20', str(exc))
         self.assertNotIn(('big', 0), self.sheep.images)
         self.assertEqual([], [oid for oid in self.sheep.objects

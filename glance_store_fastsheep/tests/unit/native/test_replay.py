@@ -29,24 +29,24 @@ from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.native import vdi as vdi_ops
+from glance_store_fastsheep.tests.unit.native import base as native_base
 from glance_store_fastsheep.tests.unit import sheep_wire
-from glance_store_fastsheep.tests.unit import test_native_failover
 
-OBJECT = test_native_failover.OBJECT
+OBJECT = native_base.OBJECT
 
 
-class ReplayTest(test_native_failover.ClientTestCase):
+class ReplayTest(native_base.FailoverClientTestCase):
 
     def retry(self, data):
         # A new store: glance retries from another request.
         self.client = client.get_client(
-            test_native_failover.Settings(self.first.port))
+            native_base.FailoverSettings(self.first.port))
         return self.write(data)
 
     def set_marker(self, mark):
         """mark (a vdi marker setter) the current VDI img, as a late copy."""
         session = cluster.FailoverSession(
-            test_native_failover.Settings(self.first.port), 'img')
+            native_base.FailoverSettings(self.first.port), 'img')
         try:
             mark(session, 'img', vdi_ops.look_up(session, 'img'))
         finally:
@@ -60,7 +60,7 @@ class ReplayTest(test_native_failover.ClientTestCase):
 
     def read(self, size):
         return b''.join(native_read.read_range(
-            test_native_failover.Settings(self.first.port), '127.0.0.1',
+            native_base.FailoverSettings(self.first.port), '127.0.0.1',
             self.first.port, 'img', 0, size))
 
     def size(self):

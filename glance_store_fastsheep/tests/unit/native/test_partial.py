@@ -26,14 +26,14 @@ from glance_store_fastsheep import client
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
 from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep.tests.unit.native import base as native_base
 from glance_store_fastsheep.tests.unit import sheep_wire
-from glance_store_fastsheep.tests.unit import test_native_failover
 
-OBJECT = test_native_failover.OBJECT
+OBJECT = native_base.OBJECT
 KEY = vdi_ops.PARTIAL_KEY
 
 
-class PartialTest(test_native_failover.ClientTestCase):
+class PartialTest(native_base.FailoverClientTestCase):
 
     def marker(self, name='img'):
         """The marker's (name, ctime, key, value), or None if deleted."""
@@ -53,7 +53,7 @@ class PartialTest(test_native_failover.ClientTestCase):
     def retry(self, data):
         # A new store: glance retries from another request.
         self.client = client.get_client(
-            test_native_failover.Settings(self.first.port))
+            native_base.FailoverSettings(self.first.port))
         return self.write(data)
 
     def test_marker_set_after_new_vdi_and_deleted_after_the_last_record(self):

@@ -13,8 +13,6 @@
 
 import gc
 import os
-import random
-import sys
 import time
 
 import fixtures
@@ -27,66 +25,17 @@ from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.native import vdi
 from glance_store_fastsheep.tests import green_child
-from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep.tests.unit.native import base as native_base
 from glance_store_fastsheep.tests.unit import sheep_wire
 
-OBJECT = 1 << 16  # the fake images' object size (block_size_shift 16)
+OBJECT = native_base.OBJECT
+Settings = native_base.Settings
+payload = native_base.payload
+open_fds = native_base.open_fds
 
 
-Settings = native_settings.Settings
-
-
-def payload(size, seed=1):
-    rng = random.Random(seed)
-    return bytes(bytearray(rng.getrandbits(8) for _ in range(size)))
-
-
-def open_fds():
-    return set(os.listdir('/proc/self/fd'))
-
-
-class FdsClosedMixin(object):
-    """assertFdsClosed for tests that read from ``self.sheep``."""
-
-    def count_fds(self):
-        # Sockets of earlier tests that only the collector frees (Python
-        # 2.7) must not close between this count and the test's own, nor
-        # the fake's side of connections the set-up made (the store's
-        # start-up check): the fake closes those once it reads their EOF.
-        gc.collect()
-        sheep = getattr(self, 'sheep', None)
-        deadline = time.time() + 5
-        while sheep is not None and time.time() < deadline and (
-                sheep.closed_connections < len(sheep.connections)):
-            time.sleep(0.01)
-        self.fds = open_fds()
-
-    def assertFdsClosed(self):
-        """The reader's socket is closed: the fake saw EOF, no fd is left.
-
-        The fake sheep runs in this process: its side of a connection is
-        closed once it reads the reader's close, so wait for that first.
-        """
-        gc.collect()
-        deadline = time.time() + 5
-        while (self.sheep.closed_connections < len(self.sheep.connections)
-               and time.time() < deadline):
-            time.sleep(0.01)
-        self.assertEqual(len(self.sheep.connections),
-                         self.sheep.closed_connections)
-        # Python 2.7 keeps the last exception's frames (sys.exc_info)
-        # until the function that caught it returns; what they hold is
-        # freed then, so give the fd set a moment to settle.
-        if hasattr(sys, 'exc_clear'):
-            sys.exc_clear()
-        while self.fds != open_fds() and time.time() < deadline:
-            gc.collect()
-            time.sleep(0.01)
-        self.assertEqual(self.fds, open_fds())
-
-
-class NativeReadTestCase(FdsClosedMixin, base.BaseTestCase):
+class NativeReadTestCase(native_base.FdsClosedMixin, base.BaseTestCase):
 
     def setUp(self):
         super(NativeReadTestCase, self).setUp()

@@ -18,11 +18,8 @@ Every transfer must come out byte-exact (or with the stated error),
 with a warning naming both nodes, and with no socket left open.
 """
 
-import gc
-import hashlib
 import io
 import os
-import sys
 import time
 
 import fixtures
@@ -36,89 +33,21 @@ from glance_store_fastsheep.native import placement
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep import stream
-from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep.tests.unit.native import base as native_base
 from glance_store_fastsheep.tests.unit import sheep_wire
-from glance_store_fastsheep.tests.unit import test_native_client
-from glance_store_fastsheep.tests.unit import test_native_read
 
-OBJECT = 1 << 16  # the fake images' object size (block_size_shift 16)
-
-
-class Settings(native_settings.Settings):
-    transfer_timeout = 4.0
-    stall_timeout = 0.5
-
-    def __init__(self, port, others=()):
-        self.port = port
-        self.addresses = [('127.0.0.1', port)] + [
-            ('127.0.0.1', other) for other in others]
+OBJECT = native_base.OBJECT
+Settings = native_base.FailoverSettings
 
 
-class FailoverTestCase(base.BaseTestCase):
-
-    def setUp(self):
-        super(FailoverTestCase, self).setUp()
-        self.first = fake_sheep.FakeSheep()
-        self.addCleanup(self.first.close)
-        self.second = fake_sheep.FakeSheep(self.first)
-        self.addCleanup(self.second.close)
-        self.log = self.useFixture(fixtures.FakeLogger(
-            name='glance_store_fastsheep'))
-        # Four requests in flight, as in test_native_read's faults.
-        self.useFixture(fixtures.MockPatchObject(
-            native_read, 'IN_FLIGHT_BYTES', 4 * OBJECT))
-        self.recount_fds()
-
-    def recount_fds(self):
-        """The fds open now: after a test closed a sheep of its own."""
-        gc.collect()
-        self.fds = test_native_read.open_fds()
-
-    def assertNothingLeft(self):
-        """Every connection of either sheep closed, no fd left here.
-
-        Connections parked with requests a fake sheep never answers (a
-        'stall' fault) would stay open for the transfer timeout: closed
-        first, as their bound would.
-        """
-        for known in list(membership.MEMBERSHIPS.values()):
-            known.parking.clear()
-        gc.collect()
-        # The store may have probed a sheep (Parked.sheep_gone): that
-        # connection may still be in the fake's listen queue, and a fake
-        # counts it only once accepted and closed.
-        deadline = time.time() + 30
-        sheep = (self.first, self.second)
-        for one in sheep:
-            self.assertTrue(one.accepted_all(30))
-        while time.time() < deadline and any(
-                one.closed_connections < len(one.connections)
-                for one in sheep):
-            time.sleep(0.01)
-        for one in sheep:
-            self.assertEqual(len(one.connections), one.closed_connections)
-        if hasattr(sys, 'exc_clear'):
-            sys.exc_clear()
-        while self.fds != test_native_read.open_fds() and (
-                time.time() < deadline):
-            gc.collect()
-            time.sleep(0.01)
-        self.assertEqual(self.fds, test_native_read.open_fds())
-
-    def assertFailedOver(self, old, new):
-        self.assertIn('Failing over sheepdog image', self.log.output)
-        self.assertIn('from 127.0.0.1:%d to 127.0.0.1:%d'
-                      % (old.port, new.port), self.log.output)
-
-
-class ReadFailoverTest(FailoverTestCase):
+class ReadFailoverTest(native_base.FailoverTestCase):
 
     SIZE = 12 * OBJECT + 77
 
     def setUp(self):
         super(ReadFailoverTest, self).setUp()
-        self.data = test_native_read.payload(self.SIZE, seed=5)
+        self.data = native_base.payload(self.SIZE, seed=5)
         self.first.add_image('img', self.data)
 
     def read(self, settings, sheep=None):
@@ -224,35 +153,7 @@ class ReadFailoverTest(FailoverTestCase):
         self.assertNothingLeft()
 
 
-class ClientTestCase(FailoverTestCase):
-    """A native client of the first sheep, and an upload that must work."""
-
-    def setUp(self):
-        super(ClientTestCase, self).setUp()
-        self.settings = Settings(self.first.port)
-        self.client = client.get_client(self.settings)
-
-    def write(self, data, size=None):
-        hashes = test_native_client.digest()
-        written = self.client.write('img', io.BytesIO(data), hashes,
-                                    len(data) if size is None else size)
-        self.assertEqual(len(data), written)
-        self.assertEqual(hashlib.md5(data).hexdigest(),
-                         hashes.hashers[0].hexdigest())
-        return written
-
-    def cut_off_upload(self, data):
-        """An upload whose sheep stalls with no member left; its vid."""
-        self.second.close()
-        self.recount_fds()
-        vid = self.first.next_vid
-        self.first.reply_fault = (proto.OP_CREATE_AND_WRITE_OBJ, 4, 'stall')
-        self.assertRaises(exceptions.BackendException, self.write, data)
-        self.first.reply_fault = None
-        return vid
-
-
-class WriteFailoverTest(ClientTestCase):
+class WriteFailoverTest(native_base.FailoverClientTestCase):
 
     def test_sheep_killed_after_a_write_before_its_reply(self):
         data = os.urandom(20 * OBJECT + 5)
@@ -296,7 +197,7 @@ class WriteFailoverTest(ClientTestCase):
         transfer = stream.Transfer('native', '127.0.0.1', self.first.port,
                                    'img', len(data))
         self.assertEqual(len(data), self.client.write(
-            'img', io.BytesIO(data), test_native_client.digest(), len(data),
+            'img', io.BytesIO(data), native_base.digest(), len(data),
             transfer))
         self.assertEqual(1, transfer.failovers)
         self.assertNothingLeft()
@@ -494,7 +395,7 @@ class PlacementTest(base.BaseTestCase):
         self.assertIsNone(placement.Ring.of([('127.0.0.1', 7000)]))
 
 
-class RoutingTest(FailoverTestCase):
+class RoutingTest(native_base.FailoverTestCase):
     """Object reads go to a live node holding a copy.
 
     Three fake sheep place objects as sheep does (16 vnodes each, one
@@ -512,7 +413,7 @@ class RoutingTest(FailoverTestCase):
         self.sheep = (self.first, self.second, self.third)
         for zone, one in enumerate(self.sheep):
             one.place(16, zone)
-        self.data = test_native_read.payload(self.SIZE, seed=7)
+        self.data = native_base.payload(self.SIZE, seed=7)
         self.image = self.first.add_image('img', self.data)
         self.image.nr_copies = 2
         self.recount_fds()

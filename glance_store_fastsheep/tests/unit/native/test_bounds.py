@@ -35,14 +35,14 @@ from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.tests import native_settings
 from glance_store_fastsheep.tests.unit import fake_sheep
+from glance_store_fastsheep.tests.unit.native import base as native_base
 from glance_store_fastsheep.tests.unit import sheep_wire
-from glance_store_fastsheep.tests.unit import test_native_read
 
-OBJECT = test_native_read.OBJECT
-payload = test_native_read.payload
+OBJECT = native_base.OBJECT
+payload = native_base.payload
 
 
-class HostileSheepTestCase(test_native_read.FdsClosedMixin,
+class HostileSheepTestCase(native_base.FdsClosedMixin,
                            base.BaseTestCase):
 
     def setUp(self):

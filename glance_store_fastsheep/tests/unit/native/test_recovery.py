@@ -24,16 +24,16 @@ import os
 from glance_store import exceptions
 
 from glance_store_fastsheep.native import proto
-from glance_store_fastsheep.tests.unit import test_native_failover
+from glance_store_fastsheep.tests.unit.native import base as native_base
 
-OBJECT = test_native_failover.OBJECT
+OBJECT = native_base.OBJECT
 
 
 def md5(data):
     return hashlib.md5(data).hexdigest()
 
 
-class RecoveryTest(test_native_failover.ClientTestCase):
+class RecoveryTest(native_base.FailoverClientTestCase):
 
     def stat_recoveries(self):
         return [r for r in self.first.requests + self.second.requests
