@@ -29,7 +29,9 @@ from oslo_log import log as logging
 from glance_store_fastsheep import client
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import deletion
 from glance_store_fastsheep.native import listing
+from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -137,7 +139,7 @@ class NativeClient(client.Client):
             found = vdi_ops.find(session, name)
             if found is not None:
                 # A half-deleted image has no size worth reporting.
-                vdi_ops.check_readable(session, name, found)
+                markers.check_readable(session, name, found)
             return found
         finally:
             session.close()
@@ -183,6 +185,6 @@ class NativeClient(client.Client):
     def delete(self, address, port, name):
         session = self._session(address, port, name)
         try:
-            vdi_ops.delete(session, name)
+            deletion.delete(session, name)
         finally:
             session.close()

@@ -12,7 +12,7 @@
 """What a failed native upload leaves on the cluster, and its removal.
 
 On failure the objects created and not recorded are removed with
-``REMOVE_OBJ`` and the VDI is deleted (``vdi.delete``), on a fresh
+``REMOVE_OBJ`` and the VDI is deleted (``deletion.delete``), on a fresh
 connection to any live member. Before that, whatever the error, the
 answers of the requests still in flight are waited for: on the gateway
 (``drain``, within the stall timeout), then on every connection given
@@ -29,12 +29,12 @@ can be read from it) is closed with its requests unsettled.
 A successful upload does not wait for the connections a failover
 parked (a frozen gateway must not hold it): it reads the answers
 already there and closes what they settle; a delete of the image
-settles the rest before it removes anything (``vdi.delete``).
+settles the rest before it removes anything (``deletion.delete``).
 
 When no member can be reached, that cleanup cannot run: the VDI stays.
-It carries the ``vdi.PARTIAL_KEY`` attribute from right after
+It carries the ``markers.PARTIAL_KEY`` attribute from right after
 ``NEW_VDI`` until its last inode update was acknowledged, so that it
-can be told for an unfinished upload (``vdi.is_partial``;
+can be told for an unfinished upload (``markers.is_partial``;
 ``dog vdi getattr NAME glance_store_fastsheep.partial``) and deleted;
 a caller of the client that reuses a name replaces it on its next
 upload of that name (VDI_EXIST, then the marker found).
@@ -49,7 +49,9 @@ import six
 
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import deletion
 from glance_store_fastsheep.native import inode_layout
+from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import parking
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -96,7 +98,7 @@ def clean_up(writer):
 
     On a fresh connection: the session that failed may be the
     reason. Orphans (objects created, never recorded) first by
-    REMOVE_OBJ, then the VDI as ``vdi.delete`` deletes it. writer is
+    REMOVE_OBJ, then the VDI as ``deletion.delete`` deletes it. writer is
     the failed upload's ``write.Writer``, its requests all answered or
     given up; the VDI it made is filled in when found here (its vid
     after a NEW_VDI whose answer was lost, its inode when it could not
@@ -117,11 +119,11 @@ def clean_up(writer):
             LOG.error('Could not remove the partial sheepdog image %s '
                       '(vdi %x, marked %s: an upload of the same image '
                       'id replaces it): %s', writer.name, writer.vid,
-                      vdi_ops.PARTIAL_KEY, exc)
+                      markers.PARTIAL_KEY, exc)
         else:
             LOG.error('Could not remove the partial sheepdog image %s '
                       '(vdi %x, not marked %s: delete it by hand): %s',
-                      writer.name, writer.vid, vdi_ops.PARTIAL_KEY, exc)
+                      writer.name, writer.vid, markers.PARTIAL_KEY, exc)
         return
     try:
         # Nothing is looked at or removed while a write of this
@@ -165,22 +167,22 @@ def _delete(writer, session):
     """Delete the attempt's VDI, tried again on a final error.
 
     A delete that stopped anywhere is finished by the next one
-    (``vdi.delete``), and the attempt's name is its own
+    (``deletion.delete``), and the attempt's name is its own
     (``store.vdi_name``): trying again cannot reach another VDI.
     NotFound means it is gone already.
     """
-    for attempt in range(1, vdi_ops.REMOVAL_TRIES + 1):
+    for attempt in range(1, markers.REMOVAL_TRIES + 1):
         try:
-            vdi_ops.delete(session, writer.name)
+            deletion.delete(session, writer.name)
             return
         except exceptions.NotFound:
             return
         except exceptions.BackendException as exc:
-            if attempt == vdi_ops.REMOVAL_TRIES:
+            if attempt == markers.REMOVAL_TRIES:
                 raise
             LOG.warning('Removing the partial sheepdog image %s failed '
                         '(try %d of %d), trying again: %s', writer.name,
-                        attempt, vdi_ops.REMOVAL_TRIES, exc)
+                        attempt, markers.REMOVAL_TRIES, exc)
 
 
 def _find_created(writer, session):
@@ -227,7 +229,7 @@ def remove_objects(session, vdi, indexes):
             copies=vdi.inode.nr_copies,
             copy_policy=vdi.inode.copy_policy, tag=(index, False))
             for index in itertools.islice(indexes,
-                                          vdi_ops.DELETE_BATCH)]
+                                          deletion.DELETE_BATCH)]
         if not requests:
             return
         session.send(requests)

@@ -19,7 +19,7 @@ would never know when. It is parked (``Parking``, one per cluster,
 beside its ``membership.Membership``) under the ids of the VDIs those requests
 change and the operation's image name, still open, its requests
 replaced by stand-ins the late answers are read into. Whatever removes
-a VDI's objects (a failed upload's clean-up, ``vdi.delete``) first
+a VDI's objects (a failed upload's clean-up, ``deletion.delete``) first
 settles the VDI's parked connections: reads each until every request
 it carried was answered, or ``transfer_timeout`` passed since it was
 parked (the bound after which the native client gives up on a sheep

@@ -13,7 +13,7 @@
 
 For the reads ``cluster.FailoverSession`` sends to a holder rather than
 through the gateway, and for the hashes sheep names VDIs and
-attributes by (``vdi.marker_oid``).
+attributes by (``markers.marker_oid``).
 """
 
 import bisect

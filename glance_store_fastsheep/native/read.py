@@ -48,6 +48,7 @@ from oslo_utils import units
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
 
@@ -107,7 +108,7 @@ class _RangeRead(object):
         if not snapid and not tag:
             # The markers are the current VDI's; a snapshot is never
             # deleted by this driver.
-            vdi_ops.check_readable(session, self.name, vdi)
+            markers.check_readable(session, self.name, vdi)
         vid, inode = vdi.vid, vdi.inode
         # Each object read to a node holding a copy: no live gateway
         # then waits on a frozen one. Not the data of an erasure-coded

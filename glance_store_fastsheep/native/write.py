@@ -52,7 +52,7 @@ copy of that write, late or resent, writes the same value. Sheep does
 not bound object writes or entries by ``vdi_size`` (no object path of
 sheep/gateway.c or ops.c reads it); what reads it is the cleanup of a
 VDI: sheep's deletion work and ``dog vdi delete`` zero and check the
-entries below it, ``vdi.delete`` too, and ``leftovers.unrecorded``
+entries below it, ``deletion.delete`` too, and ``leftovers.unrecorded``
 looks for orphans below it. Created at the bound, a partial VDI's size covers
 every index its upload may have sent, whoever cleans it up; the cost is
 a leftover of unknown size (one no member could clean up) whose
@@ -75,8 +75,10 @@ from glance_store_fastsheep import budget
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import deletion
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import leftovers
+from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import recovery
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -237,20 +239,20 @@ class Writer(object):
             # The name was taken: what has it is not this upload's.
             self.create_sent = False
             old = vdi_ops.find(self.session, self.name)
-            if old is None or not vdi_ops.is_partial(self.session,
+            if old is None or not markers.is_partial(self.session,
                                                      self.name, old):
                 raise
             LOG.warning('Replacing sheepdog image %s (vdi %x): an earlier '
                         'upload of it did not complete (marked %s)',
-                        self.name, old.vid, vdi_ops.PARTIAL_KEY)
+                        self.name, old.vid, markers.PARTIAL_KEY)
             leftovers.remove_objects(self.session, old,
                                      leftovers.unrecorded(self.session, old))
-            vdi_ops.delete(self.session, self.name)
+            deletion.delete(self.session, self.name)
             self.create_sent = True
             self.vid = vdi_ops.create(self.session, self.name, size)
         self.vdi = vdi_ops.Vdi(self.vid, vdi_ops.read_inode_fields(
             self.session, self.vid))
-        vdi_ops.mark_partial(self.session, self.name, self.vdi)
+        markers.mark_partial(self.session, self.name, self.vdi)
         self.marked = True
 
     def _write(self, source, digest, image_size):
@@ -334,7 +336,7 @@ class Writer(object):
         if self.session.epoch_moved():
             self._rewrite_inode(None if known else offset)
         # Only now is the image complete.
-        vdi_ops.clear_partial(self.session, self.name, self.vdi)
+        markers.clear_partial(self.session, self.name, self.vdi)
         return offset
 
     def _rewrite_inode(self, size):

@@ -29,6 +29,7 @@ from oslo_utils import timeutils
 from testtools import content
 
 from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import placement
 from glance_store_fastsheep.native import proto
@@ -181,7 +182,7 @@ class FailoverTest(real_base.NativeThreeNodes, base.FunctionalTestCase):
                       self.log.output)
         self.assertEqual(['img'], left)
         code, out, _err = self.sheep.dog('vdi', 'getattr', 'img',
-                                         vdi_ops.PARTIAL_KEY)
+                                         markers.PARTIAL_KEY)
         self.assertEqual(0, code)
         self.assertTrue(out.startswith(b'vdi='), out)
         self.sheep.wait_until_running()

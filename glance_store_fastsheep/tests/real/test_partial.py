@@ -29,7 +29,7 @@ import time
 
 from glance_store import exceptions
 
-from glance_store_fastsheep.native import vdi as vdi_ops
+from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.tests.functional import base
 from glance_store_fastsheep.tests.real import base as real_base
 from glance_store_fastsheep.tests.real import test_faults
@@ -37,7 +37,7 @@ from glance_store_fastsheep.tests.real import test_faults
 
 MIB = base.MIB
 SIZE = 24 * MIB + 5
-KEY = vdi_ops.PARTIAL_KEY
+KEY = markers.PARTIAL_KEY
 
 
 class PartialTest(real_base.NativeThreeNodes, base.FunctionalTestCase):

@@ -328,7 +328,7 @@ class LookupDeleteTest(native_base.ClientTestCase):
         self.assertEqual({}, self.sheep.objects)
         opcodes = [r[0] for r in self.sheep.requests]
         # DEL_VDI, then its confirmation; after it only the markers'
-        # objects are read and removed (vdi.remove_markers).
+        # objects are read and removed (markers.remove_markers).
         last = len(opcodes) - 1 - opcodes[::-1].index(proto.OP_DEL_VDI)
         self.assertEqual(proto.OP_GET_VDI_INFO, opcodes[last + 1])
         self.assertEqual(set([proto.OP_READ_OBJ, proto.OP_REMOVE_OBJ]),

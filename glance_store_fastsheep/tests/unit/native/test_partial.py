@@ -11,7 +11,7 @@
 # under the License.
 """A partial upload's VDI is marked, and a retry of its id replaces it.
 
-The marker is the VDI attribute ``vdi.PARTIAL_KEY``, which the fake
+The marker is the VDI attribute ``markers.PARTIAL_KEY``, which the fake
 sheep keeps as sheep's cluster_get_vdi_attr does: by name, left behind
 when the VDI is deleted, with the create_time of the VDI it was set on.
 The cluster becomes unreachable by closing the second fake sheep and
@@ -23,14 +23,14 @@ import os
 from glance_store import exceptions
 
 from glance_store_fastsheep import client
+from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import proto
-from glance_store_fastsheep.native import vdi as vdi_ops
 from glance_store_fastsheep.tests.unit import fake_sheep
 from glance_store_fastsheep.tests.unit.native import base as native_base
 from glance_store_fastsheep.tests.unit import sheep_wire
 
 OBJECT = native_base.OBJECT
-KEY = vdi_ops.PARTIAL_KEY
+KEY = markers.PARTIAL_KEY
 
 
 class PartialTest(native_base.FailoverClientTestCase):

@@ -26,6 +26,7 @@ from glance_store import exceptions
 
 from glance_store_fastsheep import client
 from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -55,7 +56,7 @@ class ReplayTest(native_base.FailoverClientTestCase):
     def leave_partial(self, data):
         """An upload cut off with no member left; its vid."""
         vid = self.cut_off_upload(data)
-        self.assertTrue(self.marked(vdi_ops.PARTIAL_KEY, vid))
+        self.assertTrue(self.marked(markers.PARTIAL_KEY, vid))
         return vid
 
     def read(self, size):
@@ -91,7 +92,7 @@ class ReplayTest(native_base.FailoverClientTestCase):
         self.assertEqual([], [r for r in self.second.requests
                               if r[0] == proto.OP_DEL_VDI])
         self.assertEqual(vid, self.first.images['img', 0].vid)
-        self.assertTrue(self.marked(vdi_ops.DELETING_KEY, vid))
+        self.assertTrue(self.marked(markers.DELETING_KEY, vid))
         # Meanwhile an upload of the name is refused, creating nothing.
         exc = self.assertRaises(exceptions.Duplicate, self.write,
                                 b'\0' * OBJECT)
@@ -109,7 +110,7 @@ class ReplayTest(native_base.FailoverClientTestCase):
         # completed; an upload of the same id must still be Duplicate.
         data = os.urandom(3 * OBJECT)
         self.write(data)
-        self.set_marker(vdi_ops.mark_partial)
+        self.set_marker(markers.mark_partial)
         self.assertRaises(exceptions.Duplicate, self.retry,
                           os.urandom(3 * OBJECT))
         self.assertEqual(data, self.first.image_bytes('img'))
@@ -155,7 +156,7 @@ class ReplayTest(native_base.FailoverClientTestCase):
         self.assertNotEqual(data, self.first.image_bytes('img'))
         for attempt in (self.size, lambda: self.read(len(data))):
             exc = self.assertRaises(exceptions.BackendException, attempt)
-            self.assertIsInstance(exc, vdi_ops.BeingDeleted)
+            self.assertIsInstance(exc, markers.BeingDeleted)
             self.assertIn('sheepdog image img (vdi %x) is being deleted'
                           % vid, str(exc))
             self.assertIn('retry the delete', str(exc))
@@ -173,7 +174,7 @@ class ReplayTest(native_base.FailoverClientTestCase):
         # upload finishes that delete and writes the image.
         data = os.urandom(6 * OBJECT)
         vid = self.leave_partial(data)
-        self.set_marker(vdi_ops.mark_deleting)
+        self.set_marker(markers.mark_deleting)
         self.retry(data)
         self.assertNotEqual(vid, self.first.images['img', 0].vid)
         self.assertEqual(data, self.first.image_bytes('img'))
@@ -185,8 +186,8 @@ class ReplayTest(native_base.FailoverClientTestCase):
         # and names the VDI.
         self.write(os.urandom(2 * OBJECT))
         vid = self.first.images['img', 0].vid
-        self.assertTrue(self.marked(vdi_ops.COMPLETE_KEY, vid))
-        self.assertFalse(self.marked(vdi_ops.PARTIAL_KEY, vid))
+        self.assertTrue(self.marked(markers.COMPLETE_KEY, vid))
+        self.assertFalse(self.marked(markers.PARTIAL_KEY, vid))
         flags = [fields.flags for opcode, fields in zip(
             [request[0] for request in self.first.requests],
             self.first.fields) if opcode == proto.OP_GET_VDI_ATTR]
@@ -205,7 +206,7 @@ class ReplayTest(native_base.FailoverClientTestCase):
         self.assertEqual({}, self.first.attrs)
         # Another attribute in a marker's slot is left alone.
         self.first.add_image('other', b'o' * OBJECT)
-        slot = self.first.attr_slot('img', vdi_ops.PARTIAL_KEY)
+        slot = self.first.attr_slot('img', markers.PARTIAL_KEY)
         foreign = sheep_wire.attr_object('img', 'operator.note', b'x', 0)
         self.first.attrs[slot] = foreign
         self.first.add_image('img', b'i' * OBJECT)

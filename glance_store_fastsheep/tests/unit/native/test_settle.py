@@ -28,9 +28,9 @@ from glance_store import exceptions
 import six
 
 from glance_store_fastsheep import client
+from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import proto
-from glance_store_fastsheep.native import vdi as vdi_ops
 from glance_store_fastsheep.tests.unit.native import base as native_base
 
 OBJECT = native_base.OBJECT
@@ -171,7 +171,7 @@ class SettleTest(native_base.FailoverClientTestCase):
                                 self.client.delete, '127.0.0.1',
                                 self.first.port, 'img')
         self.assertIn('DEL_VDI was not answered', str(exc))
-        self.assertIn(vdi_ops.DELETING_KEY, str(exc))
+        self.assertIn(markers.DELETING_KEY, str(exc))
         landed.set()
         self.first.wait_late()
         self.assertNotIn(('img', 0), self.first.images)
