@@ -12,7 +12,7 @@
 """Sheep's result codes, sheep's text for each, what glance makes of it.
 
 One table for both clients: the native client reads the code in each
-response (``native.connection.error_for``); the dog client finds the
+response (``native.errors.error_for``); the dog client finds the
 code's text in what ``dog`` prints, which is sheep's ``sd_strerror``
 text after dog's own words (``dog.command.error_for``). The texts are
 sheepdog 1.0.1's (``include/sheep.h``), the same in 0.9.5 for every

@@ -30,8 +30,10 @@ from glance_store_fastsheep import client
 from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import deletion
+from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import listing
 from glance_store_fastsheep.native import markers
+from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -62,7 +64,7 @@ class NativeClient(client.Client):
         """
         try:
             return cluster.Cluster(self.settings).admits((address, port))
-        except connection.ConnectionLost:
+        except errors.ConnectionLost:
             return False
 
     def check(self):
@@ -76,29 +78,29 @@ class NativeClient(client.Client):
         turn, which also tells which release line answers. With no log
         asked for, the result is the cluster's state.
         """
-        errors = []
+        failures = []
         for address, port in self.settings.addresses:
             try:
                 return self._check_one(address, port)
             except client.ClientError as exc:
-                errors.append(str(exc))
-        raise client.ClientError('; '.join(errors))
+                failures.append(str(exc))
+        raise client.ClientError('; '.join(failures))
 
     def _check_one(self, address, port):
         settings = self.settings
         where = '%s:%s' % (address, port)
         try:
-            session = connection.Session(
+            session = connection.Connection(
                 address, port, 'cluster check',
                 settings.command_timeout, settings.transfer_timeout,
                 settings.stall_timeout)
-        except connection.Unreachable as exc:
+        except errors.Unreachable as exc:
             raise client.ClientError(
                 'sheepdog_store_client = native: %s' % exc)
         try:
             for version, line in sorted(proto.SHEEP_VERSIONS.items(),
                                         reverse=True):
-                stat = session.call_raw(connection.Request(
+                stat = session.call_raw(ops.Request(
                     proto.OP_STAT_CLUSTER,
                     header_data=lambda req_id, v=version:
                         proto.pack_stat_cluster(req_id, v)), retry=False)
@@ -120,8 +122,8 @@ class NativeClient(client.Client):
                 'the sheep at %s speaks an internal protocol version the '
                 'native client does not know (it knows %s); %s'
                 % (where, ', '.join('0x%02x' % v for v in sorted(
-                    proto.SHEEP_VERSIONS)), connection.WAY_OUT))
-        except connection.Unsupported as exc:
+                    proto.SHEEP_VERSIONS)), errors.USE_DOG))
+        except errors.Unsupported as exc:
             # Its message already names the dog client as the way out.
             raise client.ClientError(
                 'sheepdog_store_client = native cannot use the sheep at '
@@ -129,7 +131,7 @@ class NativeClient(client.Client):
         except exceptions.BackendException as exc:
             raise client.ClientError(
                 'sheepdog_store_client = native cannot use the sheep at '
-                '%s: %s; %s' % (where, exc, connection.WAY_OUT))
+                '%s: %s; %s' % (where, exc, errors.USE_DOG))
         finally:
             session.close()
 
@@ -166,10 +168,10 @@ class NativeClient(client.Client):
         try:
             return vdi_ops.unowned_objects(self.settings, address, port,
                                            name, length)
-        except connection.Unsupported as exc:
+        except errors.Unsupported as exc:
             LOG.debug('Not checking the object table of %s: %s', name, exc)
             return None
-        except connection.Unreachable as exc:
+        except errors.Unreachable as exc:
             raise client.ClientError(str(exc))
 
     def vdis(self):

@@ -17,8 +17,8 @@ starts: a location's address, then the configured entry points
 (``sheepdog_store_address`` and ``sheepdog_store_addresses``), then the
 members the cluster itself names (``GET_NODE_LIST``).
 
-``FailoverSession`` has a ``Session``'s interface. When its connection
-fails (``connection.ConnectionLost``: refused, reset, closed, or a
+``FailoverSession`` is an ``exchange.Exchange``, as a connection is. When its
+connection fails (``ConnectionLost``: refused, reset, closed, or a
 request unanswered for the stall timeout) it connects to the next
 known node and resends every request that was sent and not answered, each
 under a new id into its own buffer: a reader's requests land in the
@@ -61,6 +61,8 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import errors
+from glance_store_fastsheep.native import exchange
 from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import parking
 from glance_store_fastsheep.native import placement
@@ -118,7 +120,7 @@ class Cluster(object):
             self.nodes.append(node)
 
     def open(self, node, name, stall_timeout=None):
-        """A Session to node (Unreachable when it refuses).
+        """A Connection to node (Unreachable when it refuses).
 
         stall_timeout: the longest a request waits for its answer (the
         configured stall timeout unless given).
@@ -126,36 +128,36 @@ class Cluster(object):
         settings = self.settings
         if stall_timeout is None:
             stall_timeout = settings.stall_timeout
-        return connection.Session(node[0], node[1], name,
-                                  settings.command_timeout,
-                                  settings.transfer_timeout,
-                                  stall_timeout)
+        return connection.Connection(node[0], node[1], name,
+                                     settings.command_timeout,
+                                     settings.transfer_timeout,
+                                     stall_timeout)
 
     def connect(self, name, skip_failed=True, stall_timeout=None):
-        """A Session to the first node that accepts a connection.
+        """A Connection to the first node that accepts one.
 
         Unreachable when none does: the node's own error if only one
         was tried, else one naming every node tried.
         """
-        errors = []
+        failures = []
         for node in list(self.nodes):
             if skip_failed and node in self.failed:
                 continue
             try:
                 return self.open(node, name, stall_timeout)
-            except connection.Unreachable as exc:
+            except errors.Unreachable as exc:
                 self.failed.add(node)
-                errors.append(exc)
-        if len(errors) == 1:
-            raise errors[0]
-        if not errors:
-            raise connection.Unreachable(
+                failures.append(exc)
+        if len(failures) == 1:
+            raise failures[0]
+        if not failures:
+            raise errors.Unreachable(
                 'no sheep left to connect to for %s (failed: %s)' % (
                     name, ', '.join(membership.node_text(node)
                                     for node in self.nodes)))
-        raise connection.Unreachable(
+        raise errors.Unreachable(
             'no sheep of the cluster accepts a connection for %s: %s' % (
-                name, '; '.join(str(exc) for exc in errors)))
+                name, '; '.join(str(exc) for exc in failures)))
 
     def learn(self, session):
         """Learn the members from session's sheep if it is an entry point.
@@ -190,8 +192,8 @@ class Cluster(object):
             self._add(node)
 
 
-class FailoverSession(connection.Calls):
-    """A Session that moves to another sheep when its connection fails.
+class FailoverSession(exchange.Exchange):
+    """A session that moves to another sheep when its connection fails.
 
     ``session`` is the gateway; ``routes`` the connections to nodes
     holding the objects ``route_reads`` asked to route. ``outstanding``
@@ -209,7 +211,7 @@ class FailoverSession(connection.Calls):
         self._members = None
         # vid -> (copies, data too) of the VDIs whose reads are routed.
         self._routed = {}
-        # id(request) -> the Session the request was last sent on.
+        # id(request) -> the Connection the request was last sent on.
         self._carriers = {}
         # Connections this session parked (see Parking).
         self.parked = 0
@@ -231,12 +233,12 @@ class FailoverSession(connection.Calls):
                                                   self.cluster.resolved):
             try:
                 self.cluster.learn(self.session)
-            except connection.ConnectionLost as exc:
+            except errors.ConnectionLost as exc:
                 self._fail_over(exc)
         else:
             self.cluster.refresh(self.name)
 
-    # The Session attributes callers read.
+    # The Connection attributes callers read.
     @property
     def address(self):
         return self.session.address
@@ -338,7 +340,7 @@ class FailoverSession(connection.Calls):
         return holders[0]
 
     def _carrier(self, request):
-        """The live Session request was sent on (else the gateway)."""
+        """The live Connection request was sent on (else the gateway)."""
         if request is None:
             return self.session
         session = self._carriers.get(id(request))
@@ -365,7 +367,7 @@ class FailoverSession(connection.Calls):
             if session is None:
                 try:
                     session = self.cluster.open(node, self.name)
-                except connection.Unreachable as exc:
+                except errors.Unreachable as exc:
                     self._reroute(node, batch, exc)
                     continue
                 self.routes[node] = session
@@ -373,7 +375,7 @@ class FailoverSession(connection.Calls):
                 self._carriers[id(request)] = session
             try:
                 session.send(batch)
-            except connection.ConnectionLost as exc:
+            except errors.ConnectionLost as exc:
                 # send registers the batch first: it is outstanding.
                 self._lost(session, exc)
 
@@ -408,7 +410,7 @@ class FailoverSession(connection.Calls):
         try:
             # Refresh the members from the gateway.
             self.cluster.learn(self.session)
-        except connection.ConnectionLost as lost:
+        except errors.ConnectionLost as lost:
             self._fail_over(lost)
         self._refresh_ring()
         targets = []
@@ -443,7 +445,7 @@ class FailoverSession(connection.Calls):
         self._within_bounds(exc)
         try:
             new = self.cluster.connect(self.name)
-        except connection.Unreachable as unreachable:
+        except errors.Unreachable as unreachable:
             # No node left that this operation knows: members may have
             # joined since they were learned, with no reply to tell yet.
             # The entry points are asked, failed ones included (a reset
@@ -452,7 +454,7 @@ class FailoverSession(connection.Calls):
             if self.cluster.refresh(self.name, skip=()):
                 try:
                     new = self.cluster.connect(self.name)
-                except connection.Unreachable as again:
+                except errors.Unreachable as again:
                     unreachable = again
             if new is None:
                 LOG.error('No other sheep to fail over to for sheepdog '
@@ -471,7 +473,7 @@ class FailoverSession(connection.Calls):
         try:
             # Refresh the members from a node that answers now.
             self.cluster.learn(new)
-        except connection.ConnectionLost as again:
+        except errors.ConnectionLost as again:
             self._fail_over(again, pending)
             return
         self._refresh_ring()
@@ -489,7 +491,7 @@ class FailoverSession(connection.Calls):
         """Whether replies of two epochs reached this session."""
         return self.epochs is not None and self.epochs[0] != self.epochs[1]
 
-    # -- the Session interface ----------------------------------------------
+    # -- the session interface (exchange.Exchange) -------------------------
 
     def send(self, requests):
         self._dispatch(list(requests))
@@ -505,7 +507,7 @@ class FailoverSession(connection.Calls):
             session = self._carrier(waiting)
             try:
                 answered = session.receive_one()
-            except connection.ConnectionLost as exc:
+            except errors.ConnectionLost as exc:
                 self._lost(session, exc)
                 continue
             response = answered.response
@@ -520,14 +522,14 @@ class FailoverSession(connection.Calls):
                 self._refresh_ring()
             return answered
 
-    def settle(self, request):
+    def follow_up(self, request):
         # A retryable result is resent on the session that answered; if
         # that send fails, the request is outstanding there and _lost
         # resends it: settling again would send it twice.
         session = self._carrier(request)
         try:
-            session.settle(request)
-        except connection.ConnectionLost as exc:
+            session.follow_up(request)
+        except errors.ConnectionLost as exc:
             self._lost(session, exc)
         if request.response is not None:
             self._note_epoch(request.response.epoch)

@@ -11,12 +11,11 @@
 # under the License.
 """One connection to one sheep, and the requests in flight on it.
 
-A ``Request`` is a complete description of one operation (what to send,
-where the response data goes), independent of the connection and of the
-id it travels under: ``Session.send`` gives it a fresh id each time, so
-the same object can be sent again after a retryable result, or, later,
-to another sheep. ``Session.outstanding`` is what was sent and not yet
-answered: the set a failover would resend elsewhere.
+``Connection.send`` gives each ``ops.Request`` a fresh id, so the
+same request can be sent again after a retryable result (when
+``retry.Retry`` says) or, later, to another sheep.
+``Connection.outstanding`` is what was sent and not yet answered: the
+set a failover would resend elsewhere.
 
 Plain blocking sockets are right under native threads (uWSGI); under an
 eventlet-patched glance-api the ``socket`` module is eventlet's, so
@@ -26,280 +25,37 @@ is opened, as everywhere in this driver.
 Deadlines: every request sent must be answered within the stall
 timeout of its sending (a frozen sheep, or a gateway waiting on a frozen
 peer), measured with ``timeutils.now()`` (monotonic); ``Stalled`` then
-says which request waited. A retryable result is retried until
-``transfer_timeout`` after the request's first failure. A lost or
-stalled connection raises ``ConnectionLost``, which ``cluster`` answers
-by resending ``outstanding`` to another sheep.
+says which request waited. A lost or stalled connection raises
+``ConnectionLost`` (``errors``), which ``cluster`` answers by resending
+``outstanding`` to another sheep.
 """
 
 import select
 import socket
 
-from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from glance_store_fastsheep import hub_safe
+from glance_store_fastsheep.native import errors
+from glance_store_fastsheep.native import exchange
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import proto
-from glance_store_fastsheep import results
+from glance_store_fastsheep.native import retry
 
 LOG = logging.getLogger(__name__)
 
 # Response proto_ver values of sheep's public protocol: sheep 1.0 leaves
 # the field 0 in its responses; a later sheep may fill in its version.
 ACCEPTED_VERSIONS = (0, proto.PROTO_VER)
-# Pause before the first retry of a retryable result, doubled up to
-# MAX_RETRY_PAUSE; retries stop at the transfer timeout.
-FIRST_RETRY_PAUSE = 0.02
-MAX_RETRY_PAUSE = 1.0
-WAY_OUT = ('set sheepdog_store_client = dog to use the sheepdog command '
-           'line tool instead')
 
 
-class Unsupported(exceptions.BackendException):
-    """The cluster speaks a protocol the native client does not."""
-
-
-class ConnectionLost(exceptions.BackendException):
-    """The connection failed: another sheep may serve what was in flight.
-
-    Raised for faults of the connection (refused, reset, closed,
-    stalled), never for a result sheep answered: those say what the
-    cluster thinks, which another gateway would not change.
-    """
-
-
-class Unreachable(ConnectionLost):
-    """No connection to the sheep could be made."""
-
-
-class Stalled(ConnectionLost):
-    """A request stayed unanswered longer than the stall timeout."""
-
-
-def error_for(result, where, what, name):
-    """The glance_store exception for a final result code.
-
-    The class is the shared table's (``results.exception_class``), as
-    for what ``dog`` prints (dog.command.error_for); the message names
-    sheep's code and the node.
-    """
-    text = results.result_text(result)
-    kind = results.exception_class(result)
-    if kind is exceptions.Duplicate:
-        message = ('sheepdog image %s already exists (%s answered %s)'
-                   % (name, where, text))
-    elif kind is exceptions.NotFound:
-        message = ('sheepdog image %s not found by %s: %s'
-                   % (name, where, text))
-    else:
-        message = '%s answered %s to %s' % (where, text, what)
-    return kind(message)
-
-
-class Request(object):
-    """One operation: its header fields, data out and data back.
-
-    payload (a list of bytes-like pieces) is sent after the header;
-    view receives a success's data, exactly ``expected`` bytes. Nothing
-    here depends on the connection: resending is sending again.
-    """
-
-    __slots__ = ('opcode', 'oid', 'offset', 'length', 'view', 'flags',
-                 'payload', 'copies', 'copy_policy', 'header_data',
-                 'result', 'response', 'done', 'deadline', 'pause', 'tag',
-                 'proto_ver', 'sent_at', 'vid')
-
-    def __init__(self, opcode, oid=0, offset=0, length=0, view=None,
-                 flags=0, header_data=None, payload=None, copies=0,
-                 copy_policy=0, tag=None, vid=None):
-        self.opcode = opcode
-        # The VDI a request without an object id (an attribute set)
-        # changes; object requests name theirs in oid.
-        self.vid = vid
-        self.oid = oid
-        self.offset = offset
-        self.length = length
-        self.view = view
-        self.flags = flags
-        self.payload = payload
-        self.copies = copies
-        self.copy_policy = copy_policy
-        # VDI and internal requests: a function of the id giving the
-        # header and its data.
-        self.header_data = header_data
-        # What the caller wants to know the request by (an object index).
-        self.tag = tag
-        self.result = None
-        self.response = None
-        self.done = False
-        self.deadline = None
-        self.pause = FIRST_RETRY_PAUSE
-        # A response's proto_ver is only checked for public operations.
-        self.proto_ver = None
-        # timeutils.now() once its bytes were sent: the stall timeout
-        # runs from there.
-        self.sent_at = None
-
-    def pieces(self, req_id):
-        """What goes on the wire for this request under id req_id."""
-        if self.header_data is not None:
-            return [self.header_data(req_id)]
-        length = self.length
-        if self.payload is not None:
-            length = sum(len(piece) for piece in self.payload)
-        header = proto.pack_obj(self.opcode, req_id, self.oid, self.offset,
-                                length, self.flags, self.copies,
-                                self.copy_policy)
-        if self.payload is None:
-            return [header]
-        return [header] + list(self.payload)
-
-    @property
-    def expected(self):
-        """Bytes of response data a success carries."""
-        if self.opcode == proto.OP_STAT_RECOVERY:
-            return proto.RECOVERY_STATE_SIZE
-        return self.length if self.opcode in (proto.OP_READ_OBJ,
-                                              proto.OP_READ_VDIS) else 0
-
-    @property
-    def capacity(self):
-        """The most bytes of response data the request has room for."""
-        if self.opcode == proto.OP_GET_NODE_LIST:
-            if self.view is None:
-                return proto.NODE_LIST_BUFFER
-            return len(self.view)
-        return self.expected
-
-    def accepts(self, data_length):
-        """Whether a success may carry data_length bytes.
-
-        GET_NODE_LIST answers as many as the cluster has nodes, within
-        the buffer it offered; everything else exactly ``expected``.
-        """
-        if self.opcode == proto.OP_GET_NODE_LIST:
-            return data_length <= self.capacity
-        return data_length == self.expected
-
-    def vdi_id(self):
-        """The id of the VDI this request changes or reads, else None."""
-        if self.vid is not None:
-            return self.vid
-        if self.opcode in MUTATING_OBJECT_OPS + (proto.OP_READ_OBJ,
-                                                 proto.OP_REMOVE_OBJ):
-            return proto.oid_vid(self.oid)
-        return None
-
-    def mutates(self):
-        """Whether a late copy of this request can add to a VDI.
-
-        Object creates and writes (data and inode), attribute sets or
-        deletes and NEW_VDI: what could leave an object, an entry, a
-        marker or a VDI behind once landing after a removal. Not reads,
-        and not REMOVE_OBJ (removing again removes nothing more).
-        """
-        if self.opcode in MUTATING_OBJECT_OPS + (proto.OP_NEW_VDI,):
-            return True
-        return (self.opcode == proto.OP_GET_VDI_ATTR and
-                bool(self.flags & (proto.FLAG_CMD_CREAT |
-                                   proto.FLAG_CMD_DEL)))
-
-    def stand_in(self):
-        """A copy to read a late answer into, touching nothing of this one.
-
-        The request itself is resent elsewhere (its buffers, results and
-        state are the twin's); an answer to the first copy goes into the
-        stand-in, and any data it carries is dropped (no view).
-        """
-        length = self.length
-        if self.payload is not None:
-            length = sum(len(piece) for piece in self.payload)
-        copy = Request(self.opcode, self.oid, self.offset, length,
-                       flags=self.flags, vid=self.vdi_id())
-        copy.sent_at = self.sent_at
-        return copy
-
-    def reads_inode(self):
-        """Whether this reads (part of) a VDI's inode object."""
-        return (self.opcode == proto.OP_READ_OBJ and
-                bool(self.oid & proto.VDI_BIT))
-
-    def describe(self):
-        name = {proto.OP_READ_OBJ: 'READ_OBJ',
-                proto.OP_WRITE_OBJ: 'WRITE_OBJ',
-                proto.OP_CREATE_AND_WRITE_OBJ: 'CREATE_AND_WRITE_OBJ',
-                proto.OP_REMOVE_OBJ: 'REMOVE_OBJ'}.get(self.opcode)
-        if name is None:
-            return {proto.OP_GET_VDI_INFO: 'GET_VDI_INFO',
-                    proto.OP_NEW_VDI: 'NEW_VDI',
-                    proto.OP_DEL_VDI: 'DEL_VDI',
-                    proto.OP_STAT_CLUSTER: 'STAT_CLUSTER',
-                    proto.OP_GET_NODE_LIST: 'GET_NODE_LIST',
-                    proto.OP_GET_VDI_ATTR: 'GET_VDI_ATTR'}.get(
-                self.opcode, 'opcode 0x%02x' % self.opcode)
-        if self.opcode == proto.OP_REMOVE_OBJ:
-            return 'REMOVE_OBJ of object %016x' % self.oid
-        if self.payload is not None:
-            return '%s of %d bytes at %d of object %016x' % (
-                name, sum(len(p) for p in self.payload), self.offset,
-                self.oid)
-        return '%s of %d bytes at %d of object %016x' % (
-            name, self.length, self.offset, self.oid)
-
-
-# Object requests whose late copy can add to a VDI (Request.mutates).
-MUTATING_OBJECT_OPS = (proto.OP_CREATE_AND_WRITE_OBJ, proto.OP_WRITE_OBJ)
-
-
-class Calls(object):
-    """Whole requests over send, receive_one and settle.
-
-    One shape for a ``Session`` and for ``cluster.FailoverSession``,
-    which carries requests on several connections: ``receive_one`` is
-    told which request the caller waits for, so that it reads the
-    connection that request travels on.
-    """
-
-    def complete(self, request):
-        """Pump responses until request is answered with success.
-
-        Responses of other requests land in their own buffers meanwhile
-        (and are settled: retried or raised).
-        """
-        while not request.done:
-            self.settle(self.receive_one(request))
-
-    def call(self, request):
-        """Send request and return it once answered with success."""
-        self.send([request])
-        self.complete(request)
-        return request
-
-    def call_raw(self, request, retry=True):
-        """Send request, return it with whatever final result it got.
-
-        For requests whose failure results the caller interprets itself
-        (a lookup answering NO_VDI, STAT_CLUSTER's cluster states).
-        Retryable results are retried unless retry is False.
-        """
-        self.send([request])
-        while True:
-            answered = self.receive_one(request)
-            if answered is request and (
-                    not retry or request.result == proto.SUCCESS or
-                    request.result not in proto.RETRYABLE):
-                request.done = True
-                return request
-            self.settle(answered)
-
-
-class Session(Calls):
+class Connection(exchange.Exchange):
     """One connection to a sheep and the requests in flight on it.
 
     name is the image the session works on, for messages. Final results
-    raise ``error_for``'s exceptions; retryable ones are sent again.
+    raise ``errors.error_for``'s exceptions; retryable ones are sent
+    again as ``retry.Retry`` decides.
     stall_timeout (at most idle_timeout, which it defaults to) bounds
     the wait for each request's answer.
     """
@@ -324,6 +80,7 @@ class Session(Calls):
         if stall_timeout is None or stall_timeout > idle_timeout:
             stall_timeout = idle_timeout
         self.stall_timeout = stall_timeout
+        self.retry = retry.Retry(idle_timeout)
         self._timeout = stall_timeout
         self._wait_start = 0
         self._next_id = 1
@@ -340,7 +97,7 @@ class Session(Calls):
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except (socket.error, OSError) as exc:
             self.close()
-            raise Unreachable(
+            raise errors.Unreachable(
                 'cannot connect to sheep at %s:%s for %s: %s'
                 % (address, port, name, exc))
 
@@ -360,9 +117,6 @@ class Session(Calls):
 
     def where(self):
         return 'sheep at %s:%s (%s)' % (self.address, self.port, self.name)
-
-    def route_reads(self, vid, copies, data=True):
-        """Nothing: one connection carries everything (see cluster)."""
 
     def send(self, requests):
         """Send requests; each gets a fresh id.
@@ -409,11 +163,11 @@ class Session(Calls):
             for sent in unstamped:
                 sent.sent_at = now
         except socket.timeout:
-            raise Stalled(
+            raise errors.Stalled(
                 '%s took no request for %ss' % (self.where(),
                                                 self.stall_timeout))
         except (socket.error, OSError) as exc:
-            raise ConnectionLost(
+            raise errors.ConnectionLost(
                 'connection to %s lost while sending: %s'
                 % (self.where(), exc))
 
@@ -446,7 +200,7 @@ class Session(Calls):
         since = max(oldest.sent_at, self._wait_start)
         left = since + self.stall_timeout - timeutils.now()
         if left <= 0:
-            raise Stalled('%s left %s unanswered for %ss' % (
+            raise errors.Stalled('%s left %s unanswered for %ss' % (
                 self.where(), oldest.describe(), self.stall_timeout))
         return left
 
@@ -460,18 +214,18 @@ class Session(Calls):
                 count = self.sock.recv_into(view[got:], wanted - got)
             except socket.timeout:
                 oldest = self._oldest()
-                raise Stalled(
+                raise errors.Stalled(
                     '%s sent nothing for %ss while %d of %d bytes of %s '
                     'were still due%s' % (
                         self.where(), self.stall_timeout, wanted - got,
                         wanted, what, '' if oldest is None else
                         ' (oldest unanswered: %s)' % oldest.describe()))
             except (socket.error, OSError) as exc:
-                raise ConnectionLost(
+                raise errors.ConnectionLost(
                     'connection to %s lost after %d of %d bytes of %s: %s'
                     % (self.where(), got, wanted, what, exc))
             if not count:
-                raise ConnectionLost(
+                raise errors.ConnectionLost(
                     '%s closed the connection after %d of %d bytes of %s'
                     % (self.where(), got, wanted, what))
             got += count
@@ -486,7 +240,7 @@ class Session(Calls):
         """
         try:
             return self._receive_one()
-        except (proto.ProtocolError, Unsupported):
+        except (proto.ProtocolError, errors.Unsupported):
             self.garbled = True
             raise
 
@@ -507,7 +261,7 @@ class Session(Calls):
         (``finish_requests`` in sheep/gateway.c sets it on every path).
         Up to what the request has room for, that data is read into its
         own buffer and dropped, and the result is sheep's: retried when
-        retryable, else raised as ``error_for`` says.
+        retryable, else raised as ``errors.error_for`` says.
         """
         self._wait_start = timeutils.now()
         self._receive_into(self._header_view, 'a response header')
@@ -515,10 +269,11 @@ class Session(Calls):
         request = self._outstanding.get(response.id)
         internal = request is not None and request.opcode >= 0x80
         if not internal and response.proto_ver not in ACCEPTED_VERSIONS:
-            raise Unsupported('%s answered with protocol version 0x%02x; '
-                              'the native client speaks 0x%02x: %s'
-                              % (self.where(), response.proto_ver,
-                                 proto.PROTO_VER, WAY_OUT))
+            raise errors.Unsupported(
+                '%s answered with protocol version 0x%02x; the native '
+                'client speaks 0x%02x: %s' % (
+                    self.where(), response.proto_ver, proto.PROTO_VER,
+                    errors.USE_DOG))
         if request is None:
             raise proto.ProtocolError(
                 '%s answered request id %d, which is not in flight'
@@ -572,14 +327,14 @@ class Session(Calls):
         return None
 
     def hand_over(self):
-        """A Session now holding this connection; this one ends closed.
+        """A Connection now holding this socket; this one ends closed.
 
         For a connection given up with requests in flight that its sheep
-        may still carry out (``parking.Parking``): the new Session reads
+        may still carry out (``parking.Parking``): the new Connection reads
         their answers into stand-ins (``Request.stand_in``), while this
         one keeps its ``outstanding`` requests for the caller to resend.
         """
-        parked = Session.__new__(Session)
+        parked = Connection.__new__(Connection)
         parked.__dict__.update(self.__dict__)
         parked._outstanding = dict(
             (req_id, request.stand_in())
@@ -620,14 +375,14 @@ class Session(Calls):
                 return due
             try:
                 self.receive_one()
-            except Stalled as exc:
+            except errors.Stalled as exc:
                 LOG.debug('Late answers of %s cut off: %s', self.where(),
                           exc)
                 self.close()
-            except ConnectionLost:
+            except errors.ConnectionLost:
                 self.cut = True
                 self.close()
-            except (proto.ProtocolError, Unsupported) as exc:
+            except (proto.ProtocolError, errors.Unsupported) as exc:
                 LOG.debug('Late answers of %s unreadable: %s',
                           self.where(), exc)
                 self.close()
@@ -639,36 +394,23 @@ class Session(Calls):
         except proto.ProtocolError as exc:
             raise proto.ProtocolError('%s sent %s' % (self.where(), exc))
 
-    def settle(self, request):
-        """Mark a success done, resend a retryable result, raise others."""
-        result = request.result
-        if result == proto.SUCCESS:
+    def follow_up(self, request):
+        """Mark a success done, resend a retryable result, raise others.
+
+        What is resent, and after which pause, is ``retry``'s.
+        """
+        if request.result == proto.SUCCESS:
             request.done = True
             return
-        if result == proto.VER_MISMATCH or result not in proto.RESULTS:
-            raise Unsupported('%s answered %s to %s: %s' % (
-                self.where(), proto.result_text(result),
-                request.describe(), WAY_OUT))
-        if result in proto.RETRYABLE:
-            now = timeutils.now()
-            if request.deadline is None:
-                request.deadline = now + self.idle_timeout
-            if now < request.deadline:
-                LOG.warning('%s answered %s to %s; retrying in %.2fs',
-                            self.where(), proto.result_text(result),
-                            request.describe(), request.pause)
-                hub_safe.sleep(request.pause)
-                request.pause = min(request.pause * 2, MAX_RETRY_PAUSE)
-                self.send([request])
-                return
-            raise exceptions.BackendException(
-                '%s kept answering %s to %s for %ss' % (
-                    self.where(), proto.result_text(result),
-                    request.describe(), self.idle_timeout))
-        raise error_for(result, self.where(), request.describe(), self.name)
+        pause = self.retry.pause(request, self.where(), self.name)
+        LOG.warning('%s answered %s to %s; retrying in %.2fs',
+                    self.where(), proto.result_text(request.result),
+                    request.describe(), pause)
+        hub_safe.sleep(pause)
+        self.send([request])
 
 
-# Bytes of a dropped answer's data read at once (Session._receive_data).
+# Bytes of a dropped answer's data read at once (Connection._receive_data).
 DISCARD_PIECE = 1 << 20
 
 
@@ -695,11 +437,3 @@ def _readable(sock, timeout):
     except (OSError, IOError, ValueError, select.error):
         return True
     return True
-
-
-def vdi_request(opcode, name, snapid=0, tag='', vdi_size=0):
-    """A Request for a VDI operation on name (NEW_VDI takes no tag)."""
-    if opcode == proto.OP_NEW_VDI:
-        tag = None
-    return Request(opcode, header_data=lambda req_id: proto.pack_vdi(
-        opcode, req_id, name, snapid, tag, vdi_size))

@@ -25,8 +25,9 @@ of doc/source/contributor/replay-model.rst.
 from glance_store import exceptions
 from oslo_log import log as logging
 
-from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import markers
+from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import parking
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -109,16 +110,16 @@ def delete(session, name):
     clear_entries(session, vdi)
     _settle(session, name, vdi.vid)
     _del_vdi_once(session, name, vdi)
-    check = session.call_raw(connection.vdi_request(proto.OP_GET_VDI_INFO,
-                                                    name))
+    check = session.call_raw(ops.vdi_request(proto.OP_GET_VDI_INFO,
+                                             name))
     if check.result == proto.SUCCESS:
         raise exceptions.BackendException(
             '%s answered success to DEL_VDI of %s but still has it (vdi '
             '%x); see its sheep.log' % (session.where(), name,
                                         check.response.vdi_id))
     if check.result not in (proto.NO_VDI, proto.NO_TAG):
-        raise connection.error_for(check.result, session.where(),
-                                   'GET_VDI_INFO', name)
+        raise errors.error_for(check.result, session.where(),
+                               'GET_VDI_INFO', name)
     _settle(session, name, vdi.vid)
     markers.remove_markers(session, name)
 
@@ -150,7 +151,7 @@ def _del_vdi_once(session, name, vdi):
     (``parking.Parking``) rather than closed: a retried delete settles
     it first, and removes the markers' objects once the name is gone.
     """
-    request = connection.vdi_request(proto.OP_DEL_VDI, name)
+    request = ops.vdi_request(proto.OP_DEL_VDI, name)
     cluster_ = getattr(session, 'cluster', None)
     own = session
     if cluster_ is not None:
@@ -159,7 +160,7 @@ def _del_vdi_once(session, name, vdi):
     stalled = False
     try:
         answer = own.call_raw(request)
-    except connection.ConnectionLost as exc:
+    except errors.ConnectionLost as exc:
         if own is session:
             raise
         LOG.warning('DEL_VDI of sheepdog image %s (vdi %x) unanswered, '
@@ -175,7 +176,7 @@ def _del_vdi_once(session, name, vdi):
     if answer is None:
         gone = False
         try:
-            check = session.call_raw(connection.vdi_request(
+            check = session.call_raw(ops.vdi_request(
                 proto.OP_GET_VDI_INFO, name))
             gone = check.result in (proto.NO_VDI, proto.NO_TAG)
         finally:
@@ -188,8 +189,8 @@ def _del_vdi_once(session, name, vdi):
         if gone:
             return
         if check.result != proto.SUCCESS:
-            raise connection.error_for(check.result, session.where(),
-                                       'GET_VDI_INFO', name)
+            raise errors.error_for(check.result, session.where(),
+                                   'GET_VDI_INFO', name)
         raise exceptions.BackendException(
             'deleting sheepdog image %s (vdi %x) did not finish: DEL_VDI '
             'was not answered (%s) and may still be carried out, so it is '
@@ -197,8 +198,8 @@ def _del_vdi_once(session, name, vdi):
             'reads fail); retry the delete'
             % (name, vdi.vid, lost, markers.DELETING_KEY))
     if answer.result != proto.SUCCESS:
-        raise connection.error_for(answer.result, own.where(), 'DEL_VDI',
-                                   name)
+        raise errors.error_for(answer.result, own.where(), 'DEL_VDI',
+                               name)
 
 
 def clear_entries(session, vdi):

@@ -48,10 +48,11 @@ from oslo_utils import timeutils
 import six
 
 from glance_store_fastsheep.native import cluster
-from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import deletion
+from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import markers
+from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import parking
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -81,7 +82,7 @@ def drain(writer):
     try:
         while gateway.outstanding:
             if gateway.sock is None or timeutils.now() >= deadline:
-                raise connection.Stalled(
+                raise errors.Stalled(
                     '%d request(s) of %s still unanswered' % (
                         len(gateway.outstanding), gateway.where()))
             gateway.receive_one()
@@ -224,7 +225,7 @@ def remove_objects(session, vdi, indexes):
         parked.settle(vdi.vid)
     indexes = iter(indexes)
     while True:
-        requests = [connection.Request(
+        requests = [ops.Request(
             proto.OP_REMOVE_OBJ, proto.data_oid(vdi.vid, index),
             copies=vdi.inode.nr_copies,
             copy_policy=vdi.inode.copy_policy, tag=(index, False))
@@ -240,7 +241,7 @@ def remove_objects(session, vdi, indexes):
                     # Its data never reached sheep: nothing to remove.
                     answered.done = True
                 else:
-                    session.settle(answered)
+                    session.follow_up(answered)
 
 
 def unrecorded(session, vdi):

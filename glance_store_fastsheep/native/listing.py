@@ -23,8 +23,8 @@ import collections
 
 from oslo_log import log as logging
 
-from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import inode_layout
+from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import proto
 
 LOG = logging.getLogger(__name__)
@@ -61,15 +61,15 @@ def images(session):
     read (a VDI whose creation never finished) is logged and skipped.
     """
     bitmap = bytearray(BITMAP_SIZE)
-    session.call(connection.Request(proto.OP_READ_VDIS, length=BITMAP_SIZE,
-                                    view=memoryview(bitmap)))
+    session.call(ops.Request(proto.OP_READ_VDIS, length=BITMAP_SIZE,
+                             view=memoryview(bitmap)))
     vids = list(vids_in_use(bitmap))
     found = []
     for first in range(0, len(vids), BATCH):
         requests = []
         for vid in vids[first:first + BATCH]:
             buf = bytearray(inode_layout.FIELDS_SIZE)
-            requests.append((vid, buf, connection.Request(
+            requests.append((vid, buf, ops.Request(
                 proto.OP_READ_OBJ, proto.vdi_oid(vid), 0, len(buf),
                 memoryview(buf), proto.FLAG_CMD_DIRECT)))
         session.send([request for _vid, _buf, request in requests])
@@ -80,7 +80,7 @@ def images(session):
                         proto.SUCCESS,) + tuple(proto.RETRYABLE):
                     answered.done = True
                 else:
-                    session.settle(answered)
+                    session.follow_up(answered)
             if request.result != proto.SUCCESS:
                 LOG.warning('The inode of sheepdog VDI %x could not be '
                             'read (%s); left out', vid,

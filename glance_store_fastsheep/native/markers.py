@@ -31,7 +31,8 @@ doc/source/contributor/replay-model.rst.
 from glance_store import exceptions
 from oslo_log import log as logging
 
-from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import errors
+from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import placement
 from glance_store_fastsheep.native import proto
 
@@ -73,7 +74,7 @@ def _attr_request(session, name, key, flags, value=b'', vid=None):
         versions.remove(known)
         versions.insert(0, known)
     for version in versions:
-        request = connection.Request(
+        request = ops.Request(
             proto.OP_GET_VDI_ATTR, header_data=lambda req_id, v=version:
                 proto.pack_vdi_attr(req_id, v, name, key, value, flags),
             flags=flags, vid=vid)
@@ -83,10 +84,10 @@ def _attr_request(session, name, key, flags, value=b'', vid=None):
         if getattr(session, 'cluster', None) is not None:
             session.cluster.sheep_version = version
         return answer
-    raise connection.Unsupported(
+    raise errors.Unsupported(
         '%s answered %s to GET_VDI_ATTR with every known internal '
         'protocol version: %s' % (session.where(), proto.result_text(
-            proto.VER_MISMATCH), connection.WAY_OUT))
+            proto.VER_MISMATCH), errors.USE_DOG))
 
 
 def _marker_value(vdi):
@@ -105,8 +106,8 @@ def _set_marker(session, name, vdi, key):
     answer = _attr_request(session, name, key, proto.FLAG_CMD_CREAT,
                            _marker_value(vdi), vdi.vid)
     if answer.result != proto.SUCCESS:
-        raise connection.error_for(answer.result, session.where(),
-                                   'GET_VDI_ATTR (set %s)' % key, name)
+        raise errors.error_for(answer.result, session.where(),
+                               'GET_VDI_ATTR (set %s)' % key, name)
 
 
 def has_marker(session, name, vdi, key):
@@ -121,11 +122,11 @@ def has_marker(session, name, vdi, key):
     if answer.result in (proto.NO_OBJ, proto.NO_VDI):
         return False
     if answer.result != proto.SUCCESS:
-        raise connection.error_for(answer.result, session.where(),
-                                   'GET_VDI_ATTR (look up %s)' % key, name)
+        raise errors.error_for(answer.result, session.where(),
+                               'GET_VDI_ATTR (look up %s)' % key, name)
     wanted = _marker_value(vdi)
     buf = bytearray(proto.ATTR_HEADER_SIZE + len(wanted))
-    session.call(connection.Request(
+    session.call(ops.Request(
         proto.OP_READ_OBJ, proto.attr_oid(answer.response.vdi_id,
                                           answer.response.attr_id),
         0, len(buf), memoryview(buf), proto.FLAG_CMD_DIRECT))
@@ -151,9 +152,9 @@ def clear_partial(session, name, vdi):
     answer = _attr_request(session, name, PARTIAL_KEY, proto.FLAG_CMD_DEL,
                            vid=vdi.vid)
     if answer.result not in (proto.SUCCESS, proto.NO_OBJ):
-        raise connection.error_for(answer.result, session.where(),
-                                   'GET_VDI_ATTR (delete %s)' % PARTIAL_KEY,
-                                   name)
+        raise errors.error_for(answer.result, session.where(),
+                               'GET_VDI_ATTR (delete %s)' % PARTIAL_KEY,
+                               name)
 
 
 def is_partial(session, name, vdi):
@@ -248,7 +249,7 @@ def _remove_marker(session, name, key):
     """Remove name's marker object of key; what failed, else None."""
     oid = marker_oid(name, key)
     buf = bytearray(proto.ATTR_HEADER_SIZE)
-    found = session.call_raw(connection.Request(
+    found = session.call_raw(ops.Request(
         proto.OP_READ_OBJ, oid, 0, len(buf), memoryview(buf),
         proto.FLAG_CMD_DIRECT))
     if found.result == proto.NO_OBJ:
@@ -257,7 +258,7 @@ def _remove_marker(session, name, key):
         return 'reading it: %s' % proto.result_text(found.result)
     if proto.unpack_vdi_attr(buf)[2] != key.encode('ascii'):
         return None  # another attribute's slot: not ours to remove
-    gone = session.call_raw(connection.Request(proto.OP_REMOVE_OBJ, oid))
+    gone = session.call_raw(ops.Request(proto.OP_REMOVE_OBJ, oid))
     if gone.result not in (proto.SUCCESS, proto.NO_OBJ):
         return 'removing it: %s' % proto.result_text(gone.result)
     return None

@@ -31,7 +31,9 @@ join or leave.
 from oslo_log import log as logging
 
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import node_list
+from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import parking
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep import nodes
@@ -112,13 +114,13 @@ class Membership(object):
         """
         buf = bytearray(proto.NODE_LIST_BUFFER)
         for version in sorted(proto.SHEEP_VERSIONS, reverse=True):
-            request = connection.Request(
+            request = ops.Request(
                 proto.OP_GET_NODE_LIST, view=memoryview(buf),
                 header_data=lambda req_id, v=version:
                     proto.pack_node_list(req_id, v))
             try:
                 answer = session.call_raw(request, retry=False)
-            except connection.ConnectionLost:
+            except errors.ConnectionLost:
                 raise
             except Exception as exc:
                 LOG.debug('No node list from %s: %s', session.where(), exc)
@@ -155,15 +157,15 @@ class Membership(object):
             if node in skip:
                 continue
             try:
-                session = connection.Session(
+                session = connection.Connection(
                     node[0], node[1], name, settings.command_timeout,
                     settings.transfer_timeout, settings.stall_timeout)
-            except connection.Unreachable as exc:
+            except errors.Unreachable as exc:
                 LOG.debug('No node list from %s: %s', node_text(node), exc)
                 continue
             try:
                 self.learn(session)
-            except connection.ConnectionLost as exc:
+            except errors.ConnectionLost as exc:
                 LOG.debug('No node list from %s: %s', node_text(node), exc)
                 continue
             finally:

@@ -55,7 +55,7 @@ PROBE_TIMEOUT = 2.0
 
 
 class Parked(object):
-    """One parked connection: its Session, what it changes, its bound."""
+    """One parked connection: its Connection, what it changes, its bound."""
 
     def __init__(self, session, vids, name, bound):
         self.session = session
@@ -203,7 +203,7 @@ class Parking(object):
 
 
 def parking_of(session):
-    """The Parking of session's cluster (None for a plain Session)."""
+    """The Parking of session's cluster (None for a plain Connection)."""
     found = getattr(session, 'cluster', None)
     if found is None:
         return None

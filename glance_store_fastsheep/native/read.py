@@ -33,7 +33,7 @@ every wait goes through the hub. The choice is made when the connection
 is opened, as everywhere in this driver.
 
 A cluster that answers with another protocol version or a result code
-this reader does not know raises ``connection.Unsupported``, which names
+this reader does not know raises ``errors.Unsupported``, which names
 the ``dog`` client as the way out; there is no silent fallback. Every
 other fault is a ``BackendException``, as on the ``dog`` path; sheep's
 retryable results are retried within the transfer timeout.
@@ -47,8 +47,9 @@ from oslo_utils import units
 
 from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep.native import cluster
-from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import markers
+from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
 
@@ -150,7 +151,7 @@ class _RangeRead(object):
                 view = self._buffer()
                 if view is None:
                     break
-                request = connection.Request(
+                request = ops.Request(
                     proto.OP_READ_OBJ, proto.data_oid(owner, index),
                     within, count, view)
                 batch.append(request)
@@ -218,7 +219,7 @@ def read_range(settings, address, port, name, offset, length, snapid=0,
             raise exceptions.BackendException(
                 'native read of %s yielded %d of %d bytes'
                 % (name, read.delivered, length))
-    except connection.Unsupported as exc:
+    except errors.Unsupported as exc:
         if read.delivered:
             raise exceptions.BackendException(
                 'read of sheepdog image %s failed after %d of %d bytes: %s'

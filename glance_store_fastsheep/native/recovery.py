@@ -33,7 +33,8 @@ from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import errors
+from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import proto
 
 LOG = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def _ask(cluster, node, name):
             sorted(proto.SHEEP_VERSIONS, reverse=True))
         for version in versions:
             buf = bytearray(proto.RECOVERY_STATE_SIZE)
-            request = connection.Request(
+            request = ops.Request(
                 proto.OP_STAT_RECOVERY, view=memoryview(buf),
                 header_data=lambda req_id, v=version:
                     proto.pack_stat_recovery(req_id, v))
@@ -89,10 +90,10 @@ def recovering(cluster, name, epoch=None):
     for node in cluster.membership.members:
         try:
             state, answered = _ask(cluster, node, name)
-        except connection.Unreachable:
+        except errors.Unreachable:
             # Refused: a sheep that left; the epoch moved on without it.
             continue
-        except connection.ConnectionLost as exc:
+        except errors.ConnectionLost as exc:
             LOG.debug('No recovery state from sheep at %s:%d: %s',
                       node[0], node[1], exc)
             busy.append(node)

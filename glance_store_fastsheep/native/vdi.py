@@ -44,9 +44,10 @@ from oslo_log import log as logging
 import six
 
 from glance_store_fastsheep.native import cluster
-from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import markers
+from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import proto
 
 LOG = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ class Table(object):
         count = min(TABLE_ENTRIES, self.last_index - index + 1)
         if self.buf is None or len(self.buf) < 4 * count:
             self.buf = bytearray(4 * count)
-        self.session.call(connection.Request(
+        self.session.call(ops.Request(
             proto.OP_READ_OBJ, proto.vdi_oid(self.vid),
             inode_layout.DATA_INDEX_OFFSET + 4 * index, 4 * count,
             memoryview(self.buf)[:4 * count], proto.FLAG_CMD_DIRECT))
@@ -108,7 +109,7 @@ class Table(object):
 def read_inode_fields(session, vid):
     """The inode_layout.Fields of VDI vid."""
     fields_buf = bytearray(inode_layout.FIELDS_SIZE)
-    session.call(connection.Request(
+    session.call(ops.Request(
         proto.OP_READ_OBJ, proto.vdi_oid(vid), 0, len(fields_buf),
         memoryview(fields_buf), proto.FLAG_CMD_DIRECT))
     return inode_layout.Fields(fields_buf)
@@ -120,7 +121,7 @@ def look_up(session, name, snapid=0, tag=''):
     Only flat object tables are supported: a B-tree inode (store policy
     1, images over 4 TiB) raises Unsupported.
     """
-    lookup = session.call(connection.vdi_request(
+    lookup = session.call(ops.vdi_request(
         proto.OP_GET_VDI_INFO, name, snapid, tag))
     vid = lookup.response.vdi_id
     # Sheep answers the VDI's copies (0 from an older sheep): its inode
@@ -128,10 +129,10 @@ def look_up(session, name, snapid=0, tag=''):
     session.route_reads(vid, lookup.response.copies, data=False)
     inode = read_inode_fields(session, vid)
     if inode.store_policy != 0:
-        raise connection.Unsupported(
+        raise errors.Unsupported(
             'sheepdog image %s keeps its object table in a B-tree (store '
             'policy %d): %s' % (name, inode.store_policy,
-                                connection.WAY_OUT))
+                                errors.USE_DOG))
     return Vdi(vid, inode)
 
 
@@ -165,7 +166,7 @@ def create(session, name, size):
     alone, as is a VDI that is not what NEW_VDI makes.
     """
     before = session.failovers
-    request = connection.vdi_request(proto.OP_NEW_VDI, name, vdi_size=size)
+    request = ops.vdi_request(proto.OP_NEW_VDI, name, vdi_size=size)
     try:
         new = session.call(request)
     except exceptions.Duplicate:
@@ -232,7 +233,7 @@ def set_size(session, vdi, size):
 
 def inode_write(vdi, offset, data, tag=None):
     """A WRITE_OBJ request of data at offset of vdi's inode object."""
-    return connection.Request(
+    return ops.Request(
         proto.OP_WRITE_OBJ, proto.vdi_oid(vdi.vid), offset,
         flags=proto.FLAG_CMD_WRITE | proto.FLAG_CMD_DIRECT,
         payload=[data], copies=vdi.inode.nr_copies,

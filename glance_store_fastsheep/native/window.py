@@ -33,7 +33,7 @@ import collections
 
 from glance_store_fastsheep import budget
 from glance_store_fastsheep import hub_safe
-from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
 
@@ -126,7 +126,7 @@ class Window(object):
     def send(self, index, pieces, slot):
         """Send one object's data in the room make_room made for it."""
         inode = self.vdi.inode
-        request = connection.Request(
+        request = ops.Request(
             proto.OP_CREATE_AND_WRITE_OBJ, proto.data_oid(self.vdi.vid,
                                                           index), 0,
             flags=proto.FLAG_CMD_WRITE | proto.FLAG_CMD_DIRECT,

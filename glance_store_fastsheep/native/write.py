@@ -74,11 +74,12 @@ from oslo_utils import units
 from glance_store_fastsheep import budget
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import cluster
-from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import deletion
+from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import leftovers
 from glance_store_fastsheep.native import markers
+from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import recovery
 from glance_store_fastsheep.native import vdi as vdi_ops
@@ -111,7 +112,7 @@ def cluster_object_size(session, name):
     failure fails the upload: a guessed size could create a VDI
     larger than its table.
     """
-    answer = session.call_raw(connection.Request(
+    answer = session.call_raw(ops.Request(
         proto.OP_GET_CLUSTER_DEFAULT))
     if answer.result == proto.INVALID_PARMS:
         LOG.debug('%s does not know GET_CLUSTER_DEFAULT (sheep 0.9): '
@@ -119,8 +120,8 @@ def cluster_object_size(session, name):
                   FIXED_OBJECT_SIZE)
         return FIXED_OBJECT_SIZE
     if answer.result != proto.SUCCESS:
-        raise connection.error_for(answer.result, session.where(),
-                                   'GET_CLUSTER_DEFAULT', name)
+        raise errors.error_for(answer.result, session.where(),
+                               'GET_CLUSTER_DEFAULT', name)
     # sd_rsp.cluster_default: nr_copies, copy_policy, block_size_shift
     # in the bytes GET_NODE_LIST's nr_nodes takes.
     shift = (answer.response.nr_nodes >> 16) & 0xff

@@ -15,7 +15,7 @@ from glance_store import exceptions
 from oslotest import base
 
 from glance_store_fastsheep.dog import command as dog_command
-from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep import results
 
@@ -29,8 +29,8 @@ class ResultTableTest(base.BaseTestCase):
         texts are sheep's, so the dog client finds each code in them.
         """
         for code, (name, text) in sorted(results.RESULTS.items()):
-            native = connection.error_for(code, 'sheep at 127.0.0.1:1',
-                                          'WRITE_OBJ', 'img')
+            native = errors.error_for(code, 'sheep at 127.0.0.1:1',
+                                      'WRITE_OBJ', 'img')
             dog = dog_command.error_for(
                 'write', 'img', 1,
                 ('Failed to write object 1: %s' % text).encode('ascii'))

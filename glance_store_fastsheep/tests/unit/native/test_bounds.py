@@ -221,13 +221,13 @@ class SheepLimitTest(HostileSheepTestCase):
         image.table = _EveryEntry(image.vid)
         self.sheep.objects = _EveryObject()
         batches = []
-        send = connection.Session.send
+        send = connection.Connection.send
 
         def counting_send(session, requests):
             batches.append(len(requests))
             return send(session, requests)
 
-        self.useFixture(fixtures.MockPatchObject(connection.Session, 'send',
+        self.useFixture(fixtures.MockPatchObject(connection.Connection, 'send',
                                                  counting_send))
         pieces = native_read.read_range(self.settings, '127.0.0.1',
                                         self.sheep.port, 'img', 0,

@@ -28,7 +28,7 @@ from glance_store_fastsheep import budget
 from glance_store_fastsheep import client
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import client as native_client
-from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi
@@ -242,8 +242,8 @@ class WriteTest(native_base.ClientTestCase):
                 (proto.VDI_LOCKED, exceptions.InUseByStore),
                 (proto.READONLY, exceptions.Forbidden),
                 (0x05, exceptions.BackendException)):
-            exc = connection.error_for(result, 'sheep at 127.0.0.1:1',
-                                       'DEL_VDI img', 'img')
+            exc = errors.error_for(result, 'sheep at 127.0.0.1:1',
+                                   'DEL_VDI img', 'img')
             self.assertIs(wanted, type(exc), hex(result))
             self.assertIn(proto.RESULTS[result][0], str(exc))
 
@@ -398,7 +398,7 @@ class LookupDeleteTest(native_base.ClientTestCase):
     def test_unreachable(self):
         port = self.sheep.port
         self.sheep.close()
-        self.assertRaises(connection.Unreachable, self.client.lookup,
+        self.assertRaises(errors.Unreachable, self.client.lookup,
                           '127.0.0.1', port, 'img')
 
 
@@ -435,7 +435,7 @@ class CheckTest(native_base.ClientTestCase):
 
     def test_public_protocol_mismatch_names_the_dog_client(self):
         self.sheep.results[proto.OP_GET_VDI_INFO] = proto.VER_MISMATCH
-        exc = self.assertRaises(connection.Unsupported, self.client.lookup,
+        exc = self.assertRaises(errors.Unsupported, self.client.lookup,
                                 '127.0.0.1', self.sheep.port, 'img')
         self.assertIn('sheepdog_store_client = dog', str(exc))
 

@@ -20,6 +20,7 @@ from glance_store import exceptions
 from oslotest import base
 
 from glance_store_fastsheep.native import connection
+from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
@@ -142,8 +143,8 @@ class ReadTest(NativeReadTestCase):
         data = (payload(OBJECT) + b'\0' * (2 * OBJECT) + payload(OBJECT, 3)
                 + b'\0' * 100)
         image = self.sheep.add_image('sparse', data)
-        session = connection.Session('127.0.0.1', self.sheep.port, 'sparse',
-                                     5, 5)
+        session = connection.Connection('127.0.0.1', self.sheep.port, 'sparse',
+                                        5, 5)
         self.addCleanup(session.close)
         self.assertEqual([4], list(vdi.unowned(session, image.vid,
                                                [0, 3, 4])))
@@ -202,7 +203,7 @@ class ReadTest(NativeReadTestCase):
     def test_btree_inode_is_unsupported(self):
         image = self.sheep.add_image('huge', payload(OBJECT))
         image.store_policy = 1
-        exc = self.assertRaises(connection.Unsupported, self.read, 'huge',
+        exc = self.assertRaises(errors.Unsupported, self.read, 'huge',
                                 0, OBJECT)
         self.assertIn('B-tree', str(exc))
         self.assertFdsClosed()
@@ -319,11 +320,11 @@ class FaultTest(NativeReadTestCase):
         self.assertTrue(received)
 
     def test_wrong_version_before_the_first_byte_is_unsupported(self):
-        self.read_with_fault(1, 'version', 3, error=connection.Unsupported)
+        self.read_with_fault(1, 'version', 3, error=errors.Unsupported)
 
     def test_unknown_result_before_the_first_byte_is_unsupported(self):
         exc, _ = self.read_with_fault(1, 'result', 0x77,
-                                      error=connection.Unsupported)
+                                      error=errors.Unsupported)
         self.assertIn('unknown result 0x77', str(exc))
 
     def test_final_result_is_named(self):
@@ -369,13 +370,13 @@ def green_read():
     sheep.add_image('img', data)
     ticker = green_child.Ticker()
     sockets = []
-    real_session = connection.Session.__init__
+    real_session = connection.Connection.__init__
 
     def session(self, *args):
         real_session(self, *args)
         sockets.append(type(self.sock))
 
-    connection.Session.__init__ = session
+    connection.Connection.__init__ = session
     got = b''.join(native_read.read_range(Settings(sheep.port), '127.0.0.1',
                                           sheep.port, 'img', 0, len(data)))
     ticks = ticker.stop()
