@@ -28,7 +28,6 @@ from oslo_log import log as logging
 from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import ops
-from glance_store_fastsheep.native import parking
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
 
@@ -126,9 +125,7 @@ def delete(session, name):
 
 def _settle(session, name, vid=None):
     """Wait for the parked connections of name (and vid) to settle."""
-    parked = parking.parking_of(session)
-    if parked is not None:
-        parked.settle(vid, name)
+    session.cluster.membership.parking.settle(vid, name)
 
 
 def _del_vdi_once(session, name, vdi):
@@ -152,17 +149,13 @@ def _del_vdi_once(session, name, vdi):
     it first, and removes the markers' objects once the name is gone.
     """
     request = ops.vdi_request(proto.OP_DEL_VDI, name)
-    cluster_ = getattr(session, 'cluster', None)
-    own = session
-    if cluster_ is not None:
-        own = cluster_.connect(
-            name, stall_timeout=cluster_.settings.transfer_timeout)
+    cluster_ = session.cluster
+    own = cluster_.connect(
+        name, stall_timeout=cluster_.settings.transfer_timeout)
     stalled = False
     try:
         answer = own.call_raw(request)
     except errors.ConnectionLost as exc:
-        if own is session:
-            raise
         LOG.warning('DEL_VDI of sheepdog image %s (vdi %x) unanswered, '
                     'not resent to another sheep: %s', name, vdi.vid, exc)
         answer = None
@@ -171,7 +164,7 @@ def _del_vdi_once(session, name, vdi):
         # went out): sheep may still carry it out.
         stalled = own.sock is not None and bool(own.unanswered())
     finally:
-        if own is not session and not stalled:
+        if not stalled:
             own.close()
     if answer is None:
         gone = False

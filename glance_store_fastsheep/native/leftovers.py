@@ -53,7 +53,6 @@ from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import ops
-from glance_store_fastsheep.native import parking
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
 
@@ -77,7 +76,7 @@ def drain(writer):
     closing the session parks those connections, and clean_up
     settles them before it removes anything.
     """
-    gateway = getattr(writer.session, 'session', writer.session)
+    gateway = writer.session.session
     deadline = timeutils.now() + gateway.stall_timeout
     try:
         while gateway.outstanding:
@@ -88,7 +87,7 @@ def drain(writer):
             gateway.receive_one()
     except Exception as exc:
         # A stream that could not be read is closed, not parked.
-        writer.abandoned = getattr(gateway, 'garbled', False)
+        writer.abandoned = gateway.garbled
         LOG.warning('Requests in flight of sheepdog image %s not all '
                     'answered before its cleanup, which waits for them '
                     'on a parked connection: %s', writer.name, exc)
@@ -220,9 +219,7 @@ def remove_objects(session, vdi, indexes):
     vdi are settled first: a write landing after its REMOVE_OBJ
     would leave an object no inode records.
     """
-    parked = parking.parking_of(session)
-    if parked is not None:
-        parked.settle(vdi.vid)
+    session.cluster.membership.parking.settle(vdi.vid)
     indexes = iter(indexes)
     while True:
         requests = [ops.Request(

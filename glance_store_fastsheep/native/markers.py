@@ -67,8 +67,7 @@ def _attr_request(session, name, key, flags, value=b'', vid=None):
     delete is for (a connection given up with it in flight is parked
     under it, see parking.Parking).
     """
-    known = getattr(getattr(session, 'cluster', None), 'sheep_version',
-                    None)
+    known = session.cluster.sheep_version
     versions = sorted(proto.SHEEP_VERSIONS, reverse=True)
     if known in versions:
         versions.remove(known)
@@ -81,8 +80,7 @@ def _attr_request(session, name, key, flags, value=b'', vid=None):
         answer = session.call_raw(request)
         if answer.result == proto.VER_MISMATCH:
             continue
-        if getattr(session, 'cluster', None) is not None:
-            session.cluster.sheep_version = version
+        session.cluster.sheep_version = version
         return answer
     raise errors.Unsupported(
         '%s answered %s to GET_VDI_ATTR with every known internal '

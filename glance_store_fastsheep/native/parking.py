@@ -200,11 +200,3 @@ class Parking(object):
         for entry in entries:
             entry.session.read_late(0)
             entry.give_up('when the registry was cleared')
-
-
-def parking_of(session):
-    """The Parking of session's cluster (None for a plain Connection)."""
-    found = getattr(session, 'cluster', None)
-    if found is None:
-        return None
-    return found.membership.parking
