@@ -31,6 +31,7 @@ from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import connection
 from glance_store_fastsheep.native import deletion
 from glance_store_fastsheep.native import errors
+from glance_store_fastsheep.native import failover
 from glance_store_fastsheep.native import listing
 from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import ops
@@ -54,7 +55,7 @@ class NativeClient(client.Client):
 
         The location's sheep is where to start, not the only one to try.
         """
-        return cluster.FailoverSession(self.settings, name, (address, port))
+        return failover.FailoverSession(self.settings, name, (address, port))
 
     def admits(self, address, port):
         """An entry point, or a member the entry points named.

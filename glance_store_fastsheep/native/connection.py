@@ -60,11 +60,11 @@ class Connection(exchange.Exchange):
     the wait for each request's answer.
     """
 
-    # Times this session's work moved to another sheep (see cluster).
+    # Times this session's work moved to another sheep (see failover).
     failovers = 0
     # Whether an answer could not be read (receive_one raised a
     # ProtocolError or Unsupported): what follows on the stream cannot
-    # be either, so the connection is never parked (see cluster).
+    # be either, so the connection is never parked (see failover).
     garbled = False
     # Whether the far side ended the connection (EOF or reset) while
     # requests were in flight (read_late): nothing more is read there,

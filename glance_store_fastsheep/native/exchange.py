@@ -12,7 +12,7 @@
 """The session interface: whole requests, whoever carries them.
 
 ``Exchange`` is what VDI operations, reads and writes talk to: a
-``connection.Connection`` (one sheep) and a ``cluster.FailoverSession``
+``connection.Connection`` (one sheep) and a ``failover.FailoverSession``
 (a gateway, the holders reads go to, and the next sheep when one fails)
 both are one. Each gives ``send``, ``receive_one`` (told which request
 the caller waits for, so that it reads the connection that request

@@ -17,7 +17,7 @@ connection to any live member. Before that, whatever the error, the
 answers of the requests still in flight are waited for: on the gateway
 (``drain``, within the stall timeout), then on every connection given
 up with writes in flight (the gateways a failover left and the last
-one, parked by ``cluster.FailoverSession``), which clean_up settles
+one, parked by ``failover.FailoverSession``), which clean_up settles
 (``parking.Parking``) before it looks: sheep does every request that
 reached it, so a write answered after clean_up looked would leave an
 object no inode records. That wait is bounded by ``transfer_timeout``
@@ -47,9 +47,9 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 import six
 
-from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import deletion
 from glance_store_fastsheep.native import errors
+from glance_store_fastsheep.native import failover
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import ops
@@ -108,7 +108,7 @@ def clean_up(writer):
         return
     try:
         # Any live member: the node that failed is left out.
-        session = cluster.FailoverSession(
+        session = failover.FailoverSession(
             writer.settings, writer.name, cluster=writer.session.cluster)
     except exceptions.BackendException as exc:
         if writer.vid is None:

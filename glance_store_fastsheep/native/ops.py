@@ -18,7 +18,7 @@ each time, so the same object can be sent again after a retryable
 result, or to another sheep after a failover. What the sending left on
 it (its result, when its bytes went out, the retry's deadline) is
 overwritten by the next send; who decides to send it again is
-``retry.Retry`` and ``cluster.FailoverSession``.
+``retry.Retry`` and ``failover.FailoverSession``.
 """
 
 from glance_store_fastsheep.native import proto

@@ -11,7 +11,7 @@
 # under the License.
 """Where sheep places an object: the vnode ring over the members.
 
-For the reads ``cluster.FailoverSession`` sends to a holder rather than
+For the reads ``failover.FailoverSession`` sends to a holder rather than
 through the gateway, and for the hashes sheep names VDIs and
 attributes by (``markers.marker_oid``).
 """

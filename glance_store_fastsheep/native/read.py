@@ -46,8 +46,8 @@ from oslo_log import log as logging
 from oslo_utils import units
 
 from glance_store_fastsheep import hub_safe
-from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import errors
+from glance_store_fastsheep.native import failover
 from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import proto
@@ -205,7 +205,7 @@ def read_range(settings, address, port, name, offset, length, snapid=0,
     # Requests in flight are resent to another sheep if this one fails:
     # each lands in its own buffer, yielded in order, so no byte is
     # lost, repeated or misplaced.
-    session = cluster.FailoverSession(settings, name, (address, port))
+    session = failover.FailoverSession(settings, name, (address, port))
     read = _RangeRead(session, name)
     try:
         read.plan(settings, offset, length, snapid, tag)

@@ -19,7 +19,7 @@ when sheep says the same request may succeed later (``RETRYABLE``: a
 node is recovering, a peer was unreachable) and only until the
 transfer timeout from its first such answer. Every other result is
 final and raised; where a request goes after its connection failed is
-``cluster.FailoverSession``'s, not this.
+``failover.FailoverSession``'s, not this.
 """
 
 from glance_store import exceptions

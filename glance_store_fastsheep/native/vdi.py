@@ -43,8 +43,8 @@ from glance_store import exceptions
 from oslo_log import log as logging
 import six
 
-from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import errors
+from glance_store_fastsheep.native import failover
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import ops
@@ -297,7 +297,7 @@ def unowned_objects(settings, address, port, name, length):
     """
     if length <= 0:
         return []
-    session = cluster.FailoverSession(settings, name, (address, port))
+    session = failover.FailoverSession(settings, name, (address, port))
     try:
         vdi = look_up(session, name)
         last = (length - 1) // vdi.object_size

@@ -73,9 +73,9 @@ from oslo_utils import units
 
 from glance_store_fastsheep import budget
 from glance_store_fastsheep import image_data
-from glance_store_fastsheep.native import cluster
 from glance_store_fastsheep.native import deletion
 from glance_store_fastsheep.native import errors
+from glance_store_fastsheep.native import failover
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import leftovers
 from glance_store_fastsheep.native import markers
@@ -389,8 +389,8 @@ def write_image(settings, name, source, digest, image_size, transfer=None):
     Returns the bytes written; on failure removes what it wrote and
     raises. transfer (a ``stream.Transfer``) learns the failovers.
     """
-    session = cluster.FailoverSession(settings, name,
-                                      (settings.address, settings.port))
+    session = failover.FailoverSession(settings, name,
+                                       (settings.address, settings.port))
     writer = Writer(session, settings, name)
     try:
         written = writer.write(source, digest, image_size)

@@ -28,7 +28,7 @@ from glance_store import exceptions
 from oslo_utils import timeutils
 from testtools import content
 
-from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import failover
 from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import placement
@@ -115,7 +115,7 @@ class FailoverTest(real_base.NativeThreeNodes, base.FunctionalTestCase):
         # object's file, for the inode and every data object.
         self.upload(size=9 * 4 * MIB + 5)
         settings = self.sd.settings
-        session = cluster.FailoverSession(settings, 'img')
+        session = failover.FailoverSession(settings, 'img')
         self.addCleanup(session.close)
         vdi = vdi_ops.look_up(session, 'img')
         members = membership.of(settings).members

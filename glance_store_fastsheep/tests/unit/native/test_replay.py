@@ -25,7 +25,7 @@ import os
 from glance_store import exceptions
 
 from glance_store_fastsheep import client
-from glance_store_fastsheep.native import cluster
+from glance_store_fastsheep.native import failover
 from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import read as native_read
@@ -46,7 +46,7 @@ class ReplayTest(native_base.FailoverClientTestCase):
 
     def set_marker(self, mark):
         """mark (a vdi marker setter) the current VDI img, as a late copy."""
-        session = cluster.FailoverSession(
+        session = failover.FailoverSession(
             native_base.FailoverSettings(self.first.port), 'img')
         try:
             mark(session, 'img', vdi_ops.look_up(session, 'img'))

@@ -1,0 +1,412 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Moving a transfer between the sheep of a cluster.
+
+Any sheep serves any request as a gateway, so the sheep a transfer
+talks to is only where it starts (see ``cluster``).
+
+``FailoverSession`` is an ``exchange.Exchange``, as a connection is. When its
+connection fails (``ConnectionLost``: refused, reset, closed, or a
+request unanswered for the stall timeout) it connects to the next
+known node and resends every request that was sent and not answered, each
+under a new id into its own buffer: a reader's requests land in the
+buffers the reader yields from in order, a writer's unacknowledged
+object writes and inode updates are written again. Resending is safe
+for these: sheep writes a ``CREATE_AND_WRITE_OBJ`` to a temporary file
+and renames it, and a ``WRITE_OBJ`` of the inode writes the same bytes
+at the same offset. ``NEW_VDI`` and ``DEL_VDI`` are not idempotent;
+``vdi`` looks the name up when one of them was resent (``failovers``
+changed). Results that sheep answered are never a reason to fail over:
+another gateway would answer the same.
+
+Object reads go where a copy is (``route_reads``): a gateway asked
+for an object it does not hold forwards the read to a random holder
+(``gateway_replication_read``, sheep/gateway.c) and waits on it as long
+as sheep's own timeouts let it, so one frozen holder stalls reads sent
+to any live gateway. The client computes the holders as sheep does
+(``Ring``: the vnode ring over the members, ``oid_to_vnodes``) and
+sends each read to a live holder on a connection of its own; that sheep
+reads its local copy. A holder that stalls or fails is treated as
+failed for the transfer and its outstanding reads go to the object's
+other holders. Everything else (lookups, writes, inode updates) goes to
+the one gateway: a write waits on every copy wherever it is sent. With
+no placement known (a fake sheep, members without vnodes, a build with
+disk vnodes) every request goes to the gateway, as before.
+
+Bounds: at most ``failover_attempts`` failovers per session, gateway
+and holders together, none after ``transfer_timeout`` from the first; a
+node that failed is not tried again by the same session. Each failover
+is logged once, as a warning naming the old node, the new one and the
+reason.
+
+The nodes to try are ``cluster``'s, the members and who may be
+connected to ``membership``'s, the connections given up with requests
+in flight ``parking``'s, object placement ``placement``'s.
+"""
+
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from glance_store_fastsheep.native import cluster as cluster_mod
+from glance_store_fastsheep.native import errors
+from glance_store_fastsheep.native import exchange
+from glance_store_fastsheep.native import membership
+from glance_store_fastsheep.native import parking
+from glance_store_fastsheep.native import placement
+from glance_store_fastsheep.native import proto
+
+LOG = logging.getLogger(__name__)
+
+
+class FailoverSession(exchange.Exchange):
+    """A session that moves to another sheep when its connection fails.
+
+    ``session`` is the gateway; ``routes`` the connections to nodes
+    holding the objects ``route_reads`` asked to route. ``outstanding``
+    and a bare ``receive_one()`` are the gateway's: writes go there.
+    """
+
+    def __init__(self, settings, name, first=None, cluster=None):
+        self.cluster = cluster or cluster_mod.Cluster(settings, first)
+        self.name = name
+        self.settings = settings
+        self.failovers = 0
+        self.deadline = None
+        self.routes = {}
+        self.ring = None
+        self._members = None
+        # vid -> (copies, data too) of the VDIs whose reads are routed.
+        self._routed = {}
+        # id(request) -> the Connection the request was last sent on.
+        self._carriers = {}
+        # Connections this session parked (see Parking).
+        self.parked = 0
+        # (lowest, highest) epoch the replies carried: the members
+        # changed during the operation when they differ (recovery).
+        self.epochs = None
+        self.cluster.membership.parking.sweep()
+        self.session = self.cluster.connect(name)
+        if self.cluster.membership.epoch is None:
+            self._learn()
+
+    def _learn(self):
+        """Learn the members, from an entry point only.
+
+        From the gateway if it is one (nothing is in flight on it yet),
+        else from an entry point on a connection of their own.
+        """
+        if self.cluster.membership.is_entry_point(self.session.node,
+                                                  self.cluster.resolved):
+            try:
+                self.cluster.learn(self.session)
+            except errors.ConnectionLost as exc:
+                self._fail_over(exc)
+        else:
+            self.cluster.refresh(self.name)
+
+    # The Connection attributes callers read.
+    @property
+    def address(self):
+        return self.session.address
+
+    @property
+    def port(self):
+        return self.session.port
+
+    @property
+    def sock(self):
+        return self.session.sock
+
+    @property
+    def outstanding(self):
+        return self.session.outstanding
+
+    def where(self):
+        return self.session.where()
+
+    def close(self, park=True):
+        """Close every connection; park those with changes in flight.
+
+        park False: close them all, for a stream that can no longer be
+        read (a ProtocolError): its late answers could not be either.
+        """
+        if park:
+            self._set_aside(self.session)
+        else:
+            self.session.close()
+        for route in list(self.routes.values()):
+            self._set_aside(route)
+        self.routes.clear()
+        self._carriers.clear()
+
+    def _set_aside(self, session):
+        """Close session, or park it if a request of it may still land.
+
+        Parked when requests that change a VDI were sent whole and not
+        answered (``Parking``), at most failover_attempts + 1 times per
+        operation (each failover's gateway and the last one); past
+        that, closed with a warning naming what may still land.
+        """
+        if session.sock is None:
+            return
+        mutating = [request for request in session.unanswered()
+                    if request.mutates()]
+        if not mutating or session.garbled:
+            session.close()
+            return
+        vids = set(request.vdi_id() for request in mutating)
+        vids.discard(None)
+        parked = session.hand_over()
+        if self.parked > self.settings.failover_attempts:
+            parking.Parked(parked, vids, self.name, 0).give_up(
+                'past the %d connections an operation parks' % (
+                    self.parked))
+            return
+        self.parked += 1
+        self.cluster.membership.parking.park(
+            parked, vids, self.name, self.settings.transfer_timeout)
+
+    # -- routing ------------------------------------------------------------
+
+    def route_reads(self, vid, copies, data=True):
+        """Send READ_OBJ of vid's objects to a node holding a copy.
+
+        copies is the VDI's. The inode object always; the data objects
+        only with data: not those of an erasure-coded VDI, of which a
+        node holds a strip and only a gateway rebuilds the data. Without
+        a known placement, or copies (0), this does nothing.
+
+        The ring is the members' as last learned: a reply whose epoch
+        is newer than theirs made ``receive_one`` ask for them again.
+        """
+        self._refresh_ring()
+        if self.ring is not None and copies:
+            self._routed[vid] = (copies, data)
+
+    def _refresh_ring(self):
+        members = self.cluster.membership.members
+        if members is not self._members:
+            self._members = members
+            self.ring = placement.Ring.of(members)
+
+    def _target(self, request):
+        """The node request is to go to; None for the gateway."""
+        if request.opcode != proto.OP_READ_OBJ or self.ring is None:
+            return None
+        copies, data = self._routed.get(proto.oid_vid(request.oid),
+                                        (0, False))
+        if not copies or not (data or request.oid & proto.VDI_BIT):
+            return None
+        failed = self.cluster.failed
+        holders = [node for node in self.ring.holders(request.oid, copies)
+                   if node not in failed]
+        if not holders or self.session.node in holders:
+            # No live holder left: the gateway is the last resort.
+            return None
+        return holders[0]
+
+    def _carrier(self, request):
+        """The live Connection request was sent on (else the gateway)."""
+        if request is None:
+            return self.session
+        session = self._carriers.get(id(request))
+        if session is None or session.sock is None:
+            return self.session
+        return session
+
+    def _dispatch(self, requests):
+        """Send each request to its node; failures fail over."""
+        order = []
+        batches = {}
+        for request in requests:
+            node = self._target(request)
+            if node not in batches:
+                batches[node] = []
+                order.append(node)
+            batches[node].append(request)
+        for node in order:
+            batch = batches[node]
+            if node is None:
+                session = self.session
+            else:
+                session = self.routes.get(node)
+            if session is None:
+                try:
+                    session = self.cluster.open(node, self.name)
+                except errors.Unreachable as exc:
+                    self._reroute(node, batch, exc)
+                    continue
+                self.routes[node] = session
+            for request in batch:
+                self._carriers[id(request)] = session
+            try:
+                session.send(batch)
+            except errors.ConnectionLost as exc:
+                # send registers the batch first: it is outstanding.
+                self._lost(session, exc)
+
+    # -- failing over -----------------------------------------------------
+
+    def _lost(self, session, exc):
+        """session's connection failed: move its requests elsewhere."""
+        if session is self.session:
+            self._fail_over(exc)
+            return
+        self.routes.pop(session.node, None)
+        pending = session.outstanding
+        self._set_aside(session)
+        self._reroute(session.node, pending, exc)
+
+    def _within_bounds(self, exc):
+        """Count a failover; raise exc when the bounds are reached."""
+        now = timeutils.now()
+        if self.deadline is None:
+            self.deadline = now + self.settings.transfer_timeout
+        if (self.failovers >= self.settings.failover_attempts or
+                now >= self.deadline):
+            LOG.error('Giving up on sheepdog image %s after %d '
+                      'failover(s): %s', self.name, self.failovers, exc)
+            raise exc
+        self.failovers += 1
+
+    def _reroute(self, node, pending, exc):
+        """A holder failed: resend its reads to other holders."""
+        self.cluster.failed.add(node)
+        self._within_bounds(exc)
+        try:
+            # Refresh the members from the gateway.
+            self.cluster.learn(self.session)
+        except errors.ConnectionLost as lost:
+            self._fail_over(lost)
+        self._refresh_ring()
+        targets = []
+        for request in pending:
+            target = membership.node_text(
+                self._target(request) or self.session.node)
+            if target not in targets:
+                targets.append(target)
+        LOG.warning('Failing over sheepdog image %s from %s to %s '
+                    '(%d request(s) resent): %s', self.name,
+                    membership.node_text(node),
+                    ', '.join(targets)
+                    or membership.node_text(self.session.node),
+                    len(pending), exc)
+        if pending:
+            self._dispatch(pending)
+
+    def _fail_over(self, exc, carried=()):
+        """Move to the next live gateway and resend what was in flight.
+
+        Raises exc (the failure that ended the last node) when the
+        bounds are reached or no node is left.
+        """
+        old = self.session
+        # A node-list request of learn() is not the caller's: not resent.
+        pending = list(carried) + [
+            request for request in old.outstanding
+            if request.opcode != proto.OP_GET_NODE_LIST]
+        # Open while what it carried may still land (see Parking).
+        self._set_aside(old)
+        self.cluster.failed.add(old.node)
+        self._within_bounds(exc)
+        try:
+            new = self.cluster.connect(self.name)
+        except errors.Unreachable as unreachable:
+            # No node left that this operation knows: members may have
+            # joined since they were learned, with no reply to tell yet.
+            # The entry points are asked, failed ones included (a reset
+            # is not a death), once per failover.
+            new = None
+            if self.cluster.refresh(self.name, skip=()):
+                try:
+                    new = self.cluster.connect(self.name)
+                except errors.Unreachable as again:
+                    unreachable = again
+            if new is None:
+                LOG.error('No other sheep to fail over to for sheepdog '
+                          'image %s: %s', self.name, unreachable)
+                raise exc
+        self.session = new
+        # A holder the gateway moved to is one connection, not two.
+        route = self.routes.pop(new.node, None)
+        if route is not None:
+            pending.extend(route.outstanding)
+            self._set_aside(route)
+        LOG.warning('Failing over sheepdog image %s from %s to %s '
+                    '(%d request(s) resent): %s', self.name,
+                    membership.node_text(old.node),
+                    membership.node_text(new.node), len(pending), exc)
+        try:
+            # Refresh the members from a node that answers now.
+            self.cluster.learn(new)
+        except errors.ConnectionLost as again:
+            self._fail_over(again, pending)
+            return
+        self._refresh_ring()
+        if pending:
+            self._dispatch(pending)
+
+    def _note_epoch(self, epoch):
+        if self.epochs is None:
+            self.epochs = (epoch, epoch)
+        else:
+            self.epochs = (min(self.epochs[0], epoch),
+                           max(self.epochs[1], epoch))
+
+    def epoch_moved(self):
+        """Whether replies of two epochs reached this session."""
+        return self.epochs is not None and self.epochs[0] != self.epochs[1]
+
+    # -- the session interface (exchange.Exchange) -------------------------
+
+    def send(self, requests):
+        self._dispatch(list(requests))
+
+    def receive_one(self, waiting=None):
+        """One response from the connection waiting travels on.
+
+        Without waiting: the gateway's (writes, drains). A reply of a
+        newer epoch than the members' (nodes joined or left) has them
+        asked for again, from an entry point, before it is returned.
+        """
+        while True:
+            session = self._carrier(waiting)
+            try:
+                answered = session.receive_one()
+            except errors.ConnectionLost as exc:
+                self._lost(session, exc)
+                continue
+            response = answered.response
+            if response is not None:
+                self._note_epoch(response.epoch)
+            if response is not None and self.cluster.membership.stale(
+                    response.epoch):
+                LOG.info('Sheepdog epoch %d answered by %s: asking the '
+                         'entry points for the members again',
+                         response.epoch, session.where())
+                self.cluster.refresh(self.name)
+                self._refresh_ring()
+            return answered
+
+    def follow_up(self, request):
+        # A retryable result is resent on the session that answered; if
+        # that send fails, the request is outstanding there and _lost
+        # resends it: settling again would send it twice.
+        session = self._carrier(request)
+        try:
+            session.follow_up(request)
+        except errors.ConnectionLost as exc:
+            self._lost(session, exc)
+        if request.response is not None:
+            self._note_epoch(request.response.epoch)
+        if request.done:
+            self._carriers.pop(id(request), None)
