@@ -44,7 +44,7 @@ class Cluster(object):
         self.resolved = {}
         self.failed = set()
         # SD_SHEEP_PROTO_VER of the cluster once a sheep accepted an
-        # internal request (learn, vdi's attribute requests).
+        # internal request (ask_members, markers's attribute requests).
         self.sheep_version = None
         if first is not None and not self.admits(first):
             raise Refused(
@@ -117,7 +117,7 @@ class Cluster(object):
             'no sheep of the cluster accepts a connection for %s: %s' % (
                 name, '; '.join(str(exc) for exc in failures)))
 
-    def learn(self, session):
+    def ask_members(self, session):
         """Learn the members from session's sheep if it is an entry point.
 
         Any other sheep (a member, or where a location pointed) is never
@@ -128,7 +128,7 @@ class Cluster(object):
         """
         if not self.membership.is_entry_point(session.node, self.resolved):
             return
-        version = self.membership.learn(session)
+        version = self.membership.ask_members(session)
         if version is not None:
             self.sheep_version = version
         self._add_members()

@@ -96,9 +96,9 @@ class FailoverSession(exchange.Exchange):
         self.cluster.membership.parking.sweep()
         self.session = self.cluster.connect(name)
         if self.cluster.membership.epoch is None:
-            self._learn()
+            self._ask_members()
 
-    def _learn(self):
+    def _ask_members(self):
         """Learn the members, from an entry point only.
 
         From the gateway if it is one (nothing is in flight on it yet),
@@ -107,7 +107,7 @@ class FailoverSession(exchange.Exchange):
         if self.cluster.membership.is_entry_point(self.session.node,
                                                   self.cluster.resolved):
             try:
-                self.cluster.learn(self.session)
+                self.cluster.ask_members(self.session)
             except errors.ConnectionLost as exc:
                 self._fail_over(exc)
         else:
@@ -284,7 +284,7 @@ class FailoverSession(exchange.Exchange):
         self._within_bounds(exc)
         try:
             # Refresh the members from the gateway.
-            self.cluster.learn(self.session)
+            self.cluster.ask_members(self.session)
         except errors.ConnectionLost as lost:
             self._fail_over(lost)
         self._refresh_ring()
@@ -310,7 +310,7 @@ class FailoverSession(exchange.Exchange):
         bounds are reached or no node is left.
         """
         old = self.session
-        # A node-list request of learn() is not the caller's: not resent.
+        # A node-list request of ask_members() is not the caller's: not resent.
         pending = list(carried) + [
             request for request in old.outstanding
             if request.opcode != proto.OP_GET_NODE_LIST]
@@ -347,7 +347,7 @@ class FailoverSession(exchange.Exchange):
                     membership.node_text(new.node), len(pending), exc)
         try:
             # Refresh the members from a node that answers now.
-            self.cluster.learn(new)
+            self.cluster.ask_members(new)
         except errors.ConnectionLost as again:
             self._fail_over(again, pending)
             return

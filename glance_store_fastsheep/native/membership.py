@@ -103,7 +103,7 @@ class Membership(object):
         self.asked = epoch
         return True
 
-    def learn(self, session):
+    def ask_members(self, session):
         """Ask session's sheep, an entry point, for the members.
 
         Returns the internal protocol version the sheep accepted (None
@@ -164,7 +164,7 @@ class Membership(object):
                 LOG.debug('No node list from %s: %s', node_text(node), exc)
                 continue
             try:
-                self.learn(session)
+                self.ask_members(session)
             except errors.ConnectionLost as exc:
                 LOG.debug('No node list from %s: %s', node_text(node), exc)
                 continue

@@ -170,8 +170,8 @@ def create(session, name, size):
     try:
         new = session.call(request)
     except exceptions.Duplicate:
-        # Resent: after a failover, or after a retryable result (settle
-        # sets the request's deadline at the first one).
+        # Resent: after a failover, or after a retryable result
+        # (retry.Retry sets the request's deadline at the first one).
         resent = (session.failovers != before or
                   request.deadline is not None)
         taken = find(session, name)

@@ -67,9 +67,9 @@ class Window(object):
             self._wait_oldest()
         while self._records:
             self.session.complete(self._records[0])
-            self._harvest()
+            self._record_answered()
 
-    def _harvest(self):
+    def _record_answered(self):
         """Collect answered writes and records; record acked objects."""
         if any(request.done for request in self._in_flight):
             waiting = collections.deque()
@@ -98,7 +98,7 @@ class Window(object):
 
     def _wait_oldest(self):
         self.session.complete(self._in_flight[0])
-        self._harvest()
+        self._record_answered()
 
     def make_room(self):
         """Wait until the window and budget allow one more object.
