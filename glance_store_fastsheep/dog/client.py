@@ -100,7 +100,7 @@ class DogClient(client.Client):
         ``dog vdi delete`` exits 0 for a missing VDI and even when the
         daemon is down, so existence is checked before and after. An
         image with snapshots is left intact (InUseByStore), as the native
-        client leaves it (native.vdi.delete says why): ``vdi list``
+        client leaves it (native.deletion.delete says why): ``vdi list``
         shows each snapshot of the name as an ``s`` line.
         """
         dog = self.dog

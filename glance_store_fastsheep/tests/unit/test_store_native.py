@@ -12,8 +12,8 @@
 """The store with the native client, against a fake sheep.
 
 These drive ``store.py`` through ``client.get_client``; the native
-client's own operations are tested in native/test_client and
-native/test_read.
+client's own operations are tested in native/test_write,
+native/test_vdi and native/test_read.
 """
 
 import fixtures

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The native client against a fake sheep: write, lookup, delete, check.
+"""Uploads of the native client against a fake sheep (native.write).
 
 Byte-exact round trips through the fake's own store, the requests sent
 (thin images, inode updates in runs, orphans removed), errors mapped to
@@ -25,7 +25,6 @@ from glance_store import exceptions
 from oslotest import base
 
 from glance_store_fastsheep import budget
-from glance_store_fastsheep import client
 from glance_store_fastsheep import image_data
 from glance_store_fastsheep.native import client as native_client
 from glance_store_fastsheep.native import errors
@@ -306,138 +305,6 @@ class Recording(object):
     def update(self, piece):
         self.threads.append(threading.current_thread().name)
         self.hasher.update(piece)
-
-
-class LookupDeleteTest(native_base.ClientTestCase):
-
-    def test_lookup(self):
-        self.sheep.add_image('img', payload(OBJECT + 5))
-        found = self.client.lookup('127.0.0.1', self.sheep.port, 'img')
-        self.assertEqual(OBJECT + 5, found.size)
-        self.assertIsNone(self.client.lookup('127.0.0.1', self.sheep.port,
-                                             'nothing'))
-        self.assertRaises(exceptions.NotFound, self.client.size,
-                          '127.0.0.1', self.sheep.port, 'nothing')
-        self.assertFdsClosed()
-
-    def test_delete_zeroes_entries_then_deletes_and_confirms(self):
-        data = payload(3 * OBJECT) + b'\0' * OBJECT + payload(OBJECT, 2)
-        self.sheep.add_image('img', data)
-        self.client.delete('127.0.0.1', self.sheep.port, 'img')
-        self.assertEqual(['img'], self.sheep.deleted)
-        self.assertEqual({}, self.sheep.objects)
-        opcodes = [r[0] for r in self.sheep.requests]
-        # DEL_VDI, then its confirmation; after it only the markers'
-        # objects are read and removed (markers.remove_markers).
-        last = len(opcodes) - 1 - opcodes[::-1].index(proto.OP_DEL_VDI)
-        self.assertEqual(proto.OP_GET_VDI_INFO, opcodes[last + 1])
-        self.assertEqual(set([proto.OP_READ_OBJ, proto.OP_REMOVE_OBJ]),
-                         set(opcodes[last + 2:]))
-        self.assertEqual({}, self.sheep.attrs)
-        zeroing = [r for r in self.ops(proto.OP_WRITE_OBJ)]
-        # Entries 0-2 in one run, 4 in another.
-        self.assertEqual([(inode_layout.DATA_INDEX_OFFSET, 12),
-                          (inode_layout.DATA_INDEX_OFFSET + 16, 4)],
-                         sorted((r[2], r[3]) for r in zeroing))
-        self.assertFdsClosed()
-
-    def test_delete_answered_success_but_vdi_left_is_an_error(self):
-        self.sheep.add_image('img', payload(OBJECT))
-        # A sheep whose inode update is refused silently: DEL_VDI then
-        # finds entries and keeps the VDI, answering success.
-        self.sheep.results[proto.OP_WRITE_OBJ] = proto.SUCCESS
-        exc = self.assertRaises(exceptions.BackendException,
-                                self.client.delete, '127.0.0.1',
-                                self.sheep.port, 'img')
-        self.assertIn('answered success to DEL_VDI of img but still has '
-                      'it', str(exc))
-        self.assertFdsClosed()
-
-    def test_delete_missing_is_not_found(self):
-        self.assertRaises(exceptions.NotFound, self.client.delete,
-                          '127.0.0.1', self.sheep.port, 'nothing')
-        self.assertFdsClosed()
-
-    def test_delete_with_snapshots_is_in_use_and_left_intact(self):
-        old = payload(2 * OBJECT, seed=3)
-        snap = self.sheep.add_image('img', old, snapid=1)
-        current = self.sheep.add_clone('img', snap, {})
-        current.parent = snap.vid
-        exc = self.assertRaises(exceptions.InUseByStore,
-                                self.client.delete, '127.0.0.1',
-                                self.sheep.port, 'img')
-        self.assertIn('has snapshots', str(exc))
-        self.assertEqual([], self.ops(proto.OP_DEL_VDI))
-        self.assertEqual([], self.ops(proto.OP_WRITE_OBJ))
-        self.assertTrue(self.sheep.image_bytes('img') == old)
-
-    def test_delete_with_an_older_snapshot_left_is_in_use(self):
-        older = self.sheep.add_image('img', payload(OBJECT, seed=6),
-                                     snapid=1)
-        deleted = self.sheep.add_image('', payload(OBJECT, seed=7),
-                                       snapid=2)
-        deleted.parent = older.vid
-        current = self.sheep.add_image('img', payload(OBJECT, seed=8))
-        current.parent = deleted.vid
-        self.assertRaises(exceptions.InUseByStore, self.client.delete,
-                          '127.0.0.1', self.sheep.port, 'img')
-        self.assertEqual([], self.ops(proto.OP_DEL_VDI))
-
-    def test_delete_a_clone_of_another_image(self):
-        base_data = payload(3 * OBJECT, seed=4)
-        parent = self.sheep.add_image('base', base_data, snapid=1)
-        clone = self.sheep.add_clone('clone', parent,
-                                     {1: payload(OBJECT, seed=5)})
-        clone.parent = parent.vid
-        self.client.delete('127.0.0.1', self.sheep.port, 'clone')
-        self.assertEqual(['clone'], self.sheep.deleted)
-        # The base's objects stay; the clone's own one is gone.
-        self.assertEqual(set(proto.data_oid(parent.vid, i)
-                             for i in range(3)), set(self.sheep.objects))
-
-    def test_unreachable(self):
-        port = self.sheep.port
-        self.sheep.close()
-        self.assertRaises(errors.Unreachable, self.client.lookup,
-                          '127.0.0.1', port, 'img')
-
-
-class CheckTest(native_base.ClientTestCase):
-
-    def test_running_1_0_cluster(self):
-        self.assertEqual('sheepdog 1.0 or later', self.client.check())
-        self.assertFdsClosed()
-
-    def test_running_0_9_cluster(self):
-        self.sheep.sheep_version = 0x09
-        self.assertEqual('sheepdog 0.9', self.client.check())
-
-    def test_unknown_internal_version_names_the_dog_client(self):
-        self.sheep.sheep_version = 0x0b
-        exc = self.assertRaises(client.ClientError, self.client.check)
-        self.assertIn('sheepdog_store_client = dog', str(exc))
-        self.assertIn('0x09, 0x0a', str(exc))
-
-    def test_not_formatted(self):
-        self.sheep.cluster_result = proto.WAIT_FOR_FORMAT
-        exc = self.assertRaises(client.ClientError, self.client.check)
-        self.assertIn('not formatted', str(exc))
-
-    def test_shutting_down(self):
-        self.sheep.cluster_result = 0x11
-        exc = self.assertRaises(client.ClientError, self.client.check)
-        self.assertIn('SD_RES_SHUTDOWN', str(exc))
-
-    def test_unreachable(self):
-        self.sheep.close()
-        exc = self.assertRaises(client.ClientError, self.client.check)
-        self.assertIn('cannot connect', str(exc))
-
-    def test_public_protocol_mismatch_names_the_dog_client(self):
-        self.sheep.results[proto.OP_GET_VDI_INFO] = proto.VER_MISMATCH
-        exc = self.assertRaises(errors.Unsupported, self.client.lookup,
-                                '127.0.0.1', self.sheep.port, 'img')
-        self.assertIn('sheepdog_store_client = dog', str(exc))
 
 
 def green_write():
