@@ -25,25 +25,25 @@ is opened, as everywhere in this driver.
 Deadlines: every request sent must be answered within the stall
 timeout of its sending (a frozen sheep, or a gateway waiting on a frozen
 peer), measured with ``timeutils.now()`` (monotonic); ``Stalled`` then
-says which request waited. A lost or stalled connection raises
-``ConnectionLost`` (``errors``), which ``cluster`` answers by resending
-``outstanding`` to another sheep.
+says which request waited (the account is ``stall``'s). A lost or
+stalled connection raises ``ConnectionLost`` (``errors``), which
+``cluster`` answers by resending ``outstanding`` to another sheep. A
+connection given up with requests in flight is handed over to
+``given_up`` for its late answers.
 """
 
-import select
+import copy
 import socket
 
-from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import exchange
+from glance_store_fastsheep.native import given_up
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import retry
-
-LOG = logging.getLogger(__name__)
+from glance_store_fastsheep.native import stall
 
 # Response proto_ver values of sheep's public protocol: sheep 1.0 leaves
 # the field 0 in its responses; a later sheep may fill in its version.
@@ -66,10 +66,6 @@ class Connection(exchange.Exchange):
     # ProtocolError or Unsupported): what follows on the stream cannot
     # be either, so the connection is never parked (see failover).
     garbled = False
-    # Whether the far side ended the connection (EOF or reset) while
-    # requests were in flight (read_late): nothing more is read there,
-    # but what that sheep already took may still be carried out.
-    cut = False
 
     def __init__(self, address, port, name, connect_timeout, idle_timeout,
                  stall_timeout=None):
@@ -82,7 +78,7 @@ class Connection(exchange.Exchange):
         self.stall_timeout = stall_timeout
         self.retry = retry.Retry(idle_timeout)
         self._timeout = stall_timeout
-        self._wait_start = 0
+        self.stall = stall.Stall(stall_timeout)
         self._next_id = 1
         self._outstanding = {}
         self._header = bytearray(proto.HEADER_SIZE)
@@ -176,44 +172,17 @@ class Connection(exchange.Exchange):
             self.sock.settimeout(timeout)
             self._timeout = timeout
 
-    def _oldest(self):
-        """The outstanding request sent longest ago, or None."""
-        oldest = None
-        for request in self._outstanding.values():
-            if request.sent_at is not None and (
-                    oldest is None or request.sent_at < oldest.sent_at):
-                oldest = request
-        return oldest
-
-    def _wait_budget(self):
-        """Seconds the next wait may last: the oldest request's stall.
-
-        A request's stall runs from its sending, or from when this
-        client began waiting for an answer, whichever is later: time the
-        caller spent elsewhere (a slow consumer of a download) while the
-        answer sat in the socket is no stall. Raises Stalled once a
-        request has waited the whole timeout.
-        """
-        oldest = self._oldest()
-        if oldest is None:
-            return self.stall_timeout
-        since = max(oldest.sent_at, self._wait_start)
-        left = since + self.stall_timeout - timeutils.now()
-        if left <= 0:
-            raise errors.Stalled('%s left %s unanswered for %ss' % (
-                self.where(), oldest.describe(), self.stall_timeout))
-        return left
-
     def _receive_into(self, view, what):
         got = 0
         wanted = len(view)
         while got < wanted:
-            budget = self._wait_budget()
+            budget = self.stall.budget(self._outstanding.values(),
+                                       self.where())
             try:
                 self._set_timeout(budget)
                 count = self.sock.recv_into(view[got:], wanted - got)
             except socket.timeout:
-                oldest = self._oldest()
+                oldest = stall.oldest(self._outstanding.values())
                 raise errors.Stalled(
                     '%s sent nothing for %ss while %d of %d bytes of %s '
                     'were still due%s' % (
@@ -263,46 +232,22 @@ class Connection(exchange.Exchange):
         own buffer and dropped, and the result is sheep's: retried when
         retryable, else raised as ``errors.error_for`` says.
         """
-        self._wait_start = timeutils.now()
+        self.stall.start_wait()
         self._receive_into(self._header_view, 'a response header')
         response = proto.unpack_response(self._header)
         request = self._outstanding.get(response.id)
-        internal = request is not None and request.opcode >= 0x80
-        if not internal and response.proto_ver not in ACCEPTED_VERSIONS:
-            raise errors.Unsupported(
-                '%s answered with protocol version 0x%02x; the native '
-                'client speaks 0x%02x: %s' % (
-                    self.where(), response.proto_ver, proto.PROTO_VER,
-                    errors.USE_DOG))
-        if request is None:
-            raise proto.ProtocolError(
-                '%s answered request id %d, which is not in flight'
-                % (self.where(), response.id))
-        if response.opcode != request.opcode:
-            raise proto.ProtocolError(
-                '%s answered %s with opcode 0x%02x'
-                % (self.where(), request.describe(), response.opcode))
+        _check_header(self.where(), request, response)
         if response.result != proto.SUCCESS:
-            if response.data_length > request.capacity:
-                raise proto.ProtocolError(
-                    '%s sent %d bytes with %s to %s'
-                    % (self.where(), response.data_length,
-                       proto.result_text(response.result),
-                       request.describe()))
             if response.data_length:
                 self._receive_data(request, response.data_length)
-        elif not request.accepts(response.data_length):
-            raise proto.ProtocolError(
-                '%s sent %d bytes for %s'
-                % (self.where(), response.data_length,
-                   request.describe()))
         else:
-            self._bounded(proto.check_success, request.opcode, response)
+            _bounded(self.where(), proto.check_success, request.opcode,
+                     response)
             if response.data_length:
                 data = self._receive_data(request, response.data_length)
                 if data is not None and request.reads_inode():
-                    self._bounded(inode_layout.check_read, request.oid,
-                                  request.offset, data)
+                    _bounded(self.where(), inode_layout.check_read,
+                             request.oid, request.offset, data)
         # Only now: a request whose data was cut off is still to resend.
         del self._outstanding[response.id]
         request.result = response.result
@@ -327,113 +272,73 @@ class Connection(exchange.Exchange):
         return None
 
     def hand_over(self):
-        """A Connection now holding this socket; this one ends closed.
+        """A ``given_up.GivenUp`` now holding this socket; this ends closed.
 
         For a connection given up with requests in flight that its sheep
-        may still carry out (``parking.Parking``): the new Connection reads
+        may still carry out (``parking.Parking``): a new Connection reads
         their answers into stand-ins (``Request.stand_in``), while this
         one keeps its ``outstanding`` requests for the caller to resend.
         """
         parked = Connection.__new__(Connection)
         parked.__dict__.update(self.__dict__)
+        parked.stall = copy.copy(self.stall)
         parked._outstanding = dict(
             (req_id, request.stand_in())
             for req_id, request in self._outstanding.items())
         parked._header = bytearray(proto.HEADER_SIZE)
         parked._header_view = memoryview(parked._header)
         self.sock = None
-        return parked
-
-    def unanswered(self):
-        """The requests in flight whose bytes all went out.
-
-        Sheep carries out a request only once all of it arrived; one cut
-        off mid-way is never completed on a connection nobody sends on.
-        """
-        return [request for request in self._outstanding.values()
-                if request.sent_at is not None]
-
-    def read_late(self, deadline):
-        """Read answers of what is in flight until deadline (monotonic).
-
-        Returns the requests still unanswered (``unanswered``). A
-        deadline already passed reads only what has arrived, without
-        waiting. Once the far side ended the connection (EOF or reset)
-        it is closed and ``cut``: nothing more is read from it, but a
-        request that sheep took whole may still be carried out (sheep
-        finishes what it queued whatever becomes of the connection;
-        a network that drops the connection does not stop it either).
-        A stream that cannot be read (garbled, cut off mid-answer, or no
-        answer within the stall timeout once it began) is closed too,
-        not cut: the caller sees ``sock`` None with requests left.
-        """
-        while True:
-            due = self.unanswered()
-            if not due or self.sock is None:
-                return due
-            if not _readable(self.sock, deadline - timeutils.now()):
-                return due
-            try:
-                self.receive_one()
-            except errors.Stalled as exc:
-                LOG.debug('Late answers of %s cut off: %s', self.where(),
-                          exc)
-                self.close()
-            except errors.ConnectionLost:
-                self.cut = True
-                self.close()
-            except (proto.ProtocolError, errors.Unsupported) as exc:
-                LOG.debug('Late answers of %s unreadable: %s',
-                          self.where(), exc)
-                self.close()
-
-    def _bounded(self, check, *args):
-        """Run a proto check; its ProtocolError names this sheep."""
-        try:
-            check(*args)
-        except proto.ProtocolError as exc:
-            raise proto.ProtocolError('%s sent %s' % (self.where(), exc))
+        return given_up.GivenUp(parked)
 
     def follow_up(self, request):
         """Mark a success done, resend a retryable result, raise others.
 
         What is resent, and after which pause, is ``retry``'s.
         """
-        if request.result == proto.SUCCESS:
-            request.done = True
-            return
-        pause = self.retry.pause(request, self.where(), self.name)
-        LOG.warning('%s answered %s to %s; retrying in %.2fs',
-                    self.where(), proto.result_text(request.result),
-                    request.describe(), pause)
-        hub_safe.sleep(pause)
-        self.send([request])
+        self.retry.follow_up(request, self, self.name)
 
 
 # Bytes of a dropped answer's data read at once (Connection._receive_data).
 DISCARD_PIECE = 1 << 20
 
 
-def _readable(sock, timeout):
-    """Whether sock has something to read (or its end) within timeout.
+def _check_header(where, request, response):
+    """Raise unless response may be read into request (None: unknown).
 
-    timeout <= 0: only what is there now, without yielding to a hub
-    (the original select, harmless under eventlet as it never blocks).
+    Every field is checked before any data is read (see
+    ``Connection._receive_one``); where names the sheep that sent it.
     """
-    if timeout <= 0:
-        if hub_safe.is_green():
-            from eventlet import patcher
-            poll = patcher.original('select').select
-        else:
-            poll = select.select
-        try:
-            return bool(poll([sock.fileno()], [], [], 0)[0])
-        except (OSError, IOError, ValueError, select.error):
-            return True  # let the read say what happened
+    internal = request is not None and request.opcode >= 0x80
+    if not internal and response.proto_ver not in ACCEPTED_VERSIONS:
+        raise errors.Unsupported(
+            '%s answered with protocol version 0x%02x; the native '
+            'client speaks 0x%02x: %s' % (
+                where, response.proto_ver, proto.PROTO_VER,
+                errors.USE_DOG))
+    if request is None:
+        raise proto.ProtocolError(
+            '%s answered request id %d, which is not in flight'
+            % (where, response.id))
+    if response.opcode != request.opcode:
+        raise proto.ProtocolError(
+            '%s answered %s with opcode 0x%02x'
+            % (where, request.describe(), response.opcode))
+    if response.result != proto.SUCCESS:
+        if response.data_length > request.capacity:
+            raise proto.ProtocolError(
+                '%s sent %d bytes with %s to %s'
+                % (where, response.data_length,
+                   proto.result_text(response.result),
+                   request.describe()))
+    elif not request.accepts(response.data_length):
+        raise proto.ProtocolError(
+            '%s sent %d bytes for %s'
+            % (where, response.data_length, request.describe()))
+
+
+def _bounded(where, check, *args):
+    """Run a proto check; its ProtocolError names the sheep (where)."""
     try:
-        hub_safe.wait_fd(sock.fileno(), timeout=timeout)
-    except hub_safe.Timeout:
-        return False
-    except (OSError, IOError, ValueError, select.error):
-        return True
-    return True
+        check(*args)
+    except proto.ProtocolError as exc:
+        raise proto.ProtocolError('%s sent %s' % (where, exc))

@@ -26,6 +26,7 @@ from glance_store import exceptions
 from oslo_log import log as logging
 
 from glance_store_fastsheep.native import errors
+from glance_store_fastsheep.native import given_up
 from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import proto
@@ -162,7 +163,7 @@ def _del_vdi_once(session, name, vdi):
         lost = exc
         # Sent whole and unanswered (a stall, a reset or EOF after it
         # went out): sheep may still carry it out.
-        stalled = own.sock is not None and bool(own.unanswered())
+        stalled = own.sock is not None and bool(given_up.unanswered(own))
     finally:
         if not stalled:
             own.close()

@@ -59,6 +59,7 @@ from oslo_utils import timeutils
 from glance_store_fastsheep.native import cluster as cluster_mod
 from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import exchange
+from glance_store_fastsheep.native import given_up
 from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import parking
 from glance_store_fastsheep.native import placement
@@ -158,7 +159,7 @@ class FailoverSession(exchange.Exchange):
         """
         if session.sock is None:
             return
-        mutating = [request for request in session.unanswered()
+        mutating = [request for request in given_up.unanswered(session)
                     if request.mutates()]
         if not mutating or session.garbled:
             session.close()

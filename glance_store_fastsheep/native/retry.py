@@ -23,10 +23,14 @@ final and raised; where a request goes after its connection failed is
 """
 
 from glance_store import exceptions
+from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from glance_store_fastsheep import hub_safe
 from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import proto
+
+LOG = logging.getLogger(__name__)
 
 # Pause before the first retry of a retryable result, doubled up to
 # MAX_PAUSE.
@@ -66,3 +70,20 @@ class Retry(object):
         pause = request.pause
         request.pause = min(pause * 2, MAX_PAUSE)
         return pause
+
+    def follow_up(self, request, session, name):
+        """Mark a success done; resend a retryable result on session.
+
+        session (a ``connection.Connection``) answered request; after
+        the ``pause`` its result asks for, it sends the request again.
+        Other results raise as ``pause`` says.
+        """
+        if request.result == proto.SUCCESS:
+            request.done = True
+            return
+        pause = self.pause(request, session.where(), name)
+        LOG.warning('%s answered %s to %s; retrying in %.2fs',
+                    session.where(), proto.result_text(request.result),
+                    request.describe(), pause)
+        hub_safe.sleep(pause)
+        session.send([request])
