@@ -177,7 +177,7 @@ class Connection(exchange.Exchange):
         wanted = len(view)
         while got < wanted:
             budget = self.stall.budget(self._outstanding.values(),
-                                       self.where())
+                                       self.where)
             try:
                 self._set_timeout(budget)
                 count = self.sock.recv_into(view[got:], wanted - got)

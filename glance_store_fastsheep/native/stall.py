@@ -51,7 +51,9 @@ class Stall(object):
         client began waiting for an answer, whichever is later: time the
         caller spent elsewhere (a slow consumer of a download) while the
         answer sat in the socket is no stall. Raises Stalled once a
-        request has waited the whole timeout; where names the sheep.
+        request has waited the whole timeout; where() names the sheep
+        (a callable: the name is built only for the error, not on every
+        read of a transfer).
         """
         first = oldest(requests)
         if first is None:
@@ -60,5 +62,5 @@ class Stall(object):
         left = since + self.timeout - timeutils.now()
         if left <= 0:
             raise errors.Stalled('%s left %s unanswered for %ss' % (
-                where, first.describe(), self.timeout))
+                where(), first.describe(), self.timeout))
         return left
