@@ -22,11 +22,15 @@ place. What a late copy of each of these requests does is the subject
 of doc/source/contributor/replay-model.rst.
 """
 
+import itertools
+
 from glance_store import exceptions
 from oslo_log import log as logging
+import six
 
 from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import given_up
+from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import proto
@@ -107,7 +111,8 @@ def delete(session, name):
             'delete them first (dog vdi delete -s)' % (
                 name, session.where()))
     markers.mark_deleting(session, name, vdi)
-    clear_entries(session, vdi)
+    filled = clear_entries(session, vdi)
+    remove_objects(session, vdi, sweep(vdi, filled))
     _settle(session, name, vdi.vid)
     _del_vdi_once(session, name, vdi)
     check = session.call_raw(ops.vdi_request(proto.OP_GET_VDI_INFO,
@@ -197,9 +202,13 @@ def _del_vdi_once(session, name, vdi):
 
 
 def clear_entries(session, vdi):
-    """Zero every recorded data_vdi_id entry, in runs of DELETE_BATCH."""
+    """Zero every recorded data_vdi_id entry, in runs of DELETE_BATCH.
+
+    Returns the indexes whose entries it zeroed (as the table read
+    showed them).
+    """
     if not vdi.size:
-        return
+        return []
     last = (vdi.size - 1) // vdi.object_size
     table = vdi_ops.Table(session, vdi.vid, last)
     filled = [index for index in range(last + 1) if table.owner(index)]
@@ -214,3 +223,59 @@ def clear_entries(session, vdi):
         session.send(requests)
         for request in requests:
             session.complete(request)
+    return filled
+
+
+def sweep(vdi, filled):
+    """The indexes whose objects a delete removes itself, by id.
+
+    Sheep removes an object when the last entry naming it is zeroed,
+    and its deletion work after DEL_VDI removes what the entries still
+    name; both read the entries from one copy of the inode. After a
+    member died mid-upload, recovery can leave the copies differing
+    (an entry the upload wrote, acknowledged, on one copy only: see
+    native/recovery.py), and a copy without the entry makes sheep keep
+    the object, named by a deleted VDI, which nothing reads or removes
+    again. So every index the VDI's size covers is removed by id (most
+    answer NO_OBJ): the delete does not depend on which copy sheep
+    read. Only an upload of unknown size that never completed has the
+    flat bound for its size (2^20 objects, ``write``); for it, the
+    indexes the table read showed (filled) are swept instead, its
+    unrecorded objects being its clean-up's (``leftovers``).
+    """
+    if not vdi.size:
+        return []
+    last = (vdi.size - 1) // vdi.object_size
+    if last + 1 >= inode_layout.DATA_INDEX_ENTRIES:
+        return filled
+    return six.moves.range(last + 1)
+
+
+def remove_objects(session, vdi, indexes):
+    """REMOVE_OBJ vdi's data objects of indexes, DELETE_BATCH at once.
+
+    indexes may be an iterator (read only from here on): only a
+    batch is held at a time. The connections parked with writes of
+    vdi are settled first: a write landing after its REMOVE_OBJ
+    would leave an object no inode records.
+    """
+    session.cluster.membership.parking.settle(vdi.vid)
+    indexes = iter(indexes)
+    while True:
+        requests = [ops.Request(
+            proto.OP_REMOVE_OBJ, proto.data_oid(vdi.vid, index),
+            copies=vdi.inode.nr_copies,
+            copy_policy=vdi.inode.copy_policy, tag=(index, False))
+            for index in itertools.islice(indexes,
+                                          DELETE_BATCH)]
+        if not requests:
+            return
+        session.send(requests)
+        for request in requests:
+            while not request.done:
+                answered = session.receive_one()
+                if answered.result == proto.NO_OBJ:
+                    # Its data never reached sheep: nothing to remove.
+                    answered.done = True
+                else:
+                    session.follow_up(answered)

@@ -40,8 +40,6 @@ a caller of the client that reuses a name replaces it on its next
 upload of that name (VDI_EXIST, then the marker found).
 """
 
-import itertools
-
 from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import timeutils
@@ -52,8 +50,6 @@ from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import failover
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import markers
-from glance_store_fastsheep.native import ops
-from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import vdi as vdi_ops
 
 LOG = logging.getLogger(__name__)
@@ -144,7 +140,7 @@ def clean_up(writer):
             # The whole list before the first REMOVE_OBJ.
             orphans = list(vdi_ops.unowned(session, current.vid,
                                            sorted(writer.created)))
-            remove_objects(session, writer.vdi, orphans)
+            deletion.remove_objects(session, writer.vdi, orphans)
         _delete(writer, session)
         LOG.info('Deleted the partial sheepdog image %s', writer.name)
         if writer.abandoned:
@@ -209,36 +205,6 @@ def _find_created(writer, session):
                 found.vid)
     writer.vid = found.vid
     return True
-
-
-def remove_objects(session, vdi, indexes):
-    """REMOVE_OBJ vdi's data objects of indexes, DELETE_BATCH at once.
-
-    indexes may be an iterator (read only from here on): only a
-    batch is held at a time. The connections parked with writes of
-    vdi are settled first: a write landing after its REMOVE_OBJ
-    would leave an object no inode records.
-    """
-    session.cluster.membership.parking.settle(vdi.vid)
-    indexes = iter(indexes)
-    while True:
-        requests = [ops.Request(
-            proto.OP_REMOVE_OBJ, proto.data_oid(vdi.vid, index),
-            copies=vdi.inode.nr_copies,
-            copy_policy=vdi.inode.copy_policy, tag=(index, False))
-            for index in itertools.islice(indexes,
-                                          deletion.DELETE_BATCH)]
-        if not requests:
-            return
-        session.send(requests)
-        for request in requests:
-            while not request.done:
-                answered = session.receive_one()
-                if answered.result == proto.NO_OBJ:
-                    # Its data never reached sheep: nothing to remove.
-                    answered.done = True
-                else:
-                    session.follow_up(answered)
 
 
 def unrecorded(session, vdi):

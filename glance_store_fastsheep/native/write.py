@@ -246,8 +246,8 @@ class Writer(object):
             LOG.warning('Replacing sheepdog image %s (vdi %x): an earlier '
                         'upload of it did not complete (marked %s)',
                         self.name, old.vid, markers.PARTIAL_KEY)
-            leftovers.remove_objects(self.session, old,
-                                     leftovers.unrecorded(self.session, old))
+            deletion.remove_objects(self.session, old,
+                                    leftovers.unrecorded(self.session, old))
             deletion.delete(self.session, self.name)
             self.create_sent = True
             self.vid = vdi_ops.create(self.session, self.name, size)

@@ -206,6 +206,12 @@ class FakeSheep(object):
         self.recovered = threading.Event()
         # (image, index) of entries recorded before their object existed.
         self.dangling = []
+        # Indexes whose entry the inode copy sheep reads when an entry
+        # changes lacks (a recovery lost it from that copy, as on a real
+        # 1.0.1 cluster after a member died mid-upload): zeroing such an
+        # entry drops no reference, so the object stays, named by a VDI
+        # that is then deleted.
+        self.entries_lost_from_a_copy = set()
         self.fields = []  # RequestFields of every request answered
         self.new_vdi_fields = None
         # Most CREATE_AND_WRITE_OBJ requests that arrived together: a
@@ -709,7 +715,8 @@ class FakeSheep(object):
                 values = wire.read_entries(data)
                 for index, value in enumerate(values, first):
                     old = image.table.get(index, 0)
-                    if old and old != value and old == image.vid:
+                    if (old and old != value and old == image.vid and
+                            index not in self.entries_lost_from_a_copy):
                         # The last reference dropped: sheep removes it.
                         self.objects.pop(wire.data_oid(old, index), None)
                     if value and wire.data_oid(value, index) not in (

@@ -217,14 +217,19 @@ class ReplayTest(native_base.FailoverClientTestCase):
     def test_a_marker_whose_removal_failed_once_is_removed(self):
         # A final error (a forged or one-sheep SD_RES_HALT) to the first
         # marker's REMOVE_OBJ: that marker is tried again, the others
-        # are removed all the same.
+        # are removed all the same. The delete's sweep removes the two
+        # data objects by id first (deletion.sweep): the marker's is the
+        # third REMOVE_OBJ.
         self.write(os.urandom(2 * OBJECT))
-        self.first.reply_fault = (proto.OP_REMOVE_OBJ, 1, 'halt')
+        self.first.reply_fault = (proto.OP_REMOVE_OBJ, 3, 'halt')
         self.client.delete('127.0.0.1', self.first.port, 'img')
         self.assertEqual({}, self.first.attrs)
         removals = [r[1] for r in self.first.requests
                     if r[0] == proto.OP_REMOVE_OBJ]
-        self.assertEqual(2, removals.count(removals[0]))
+        markers_removed = [oid for oid in removals
+                           if oid & sheep_wire.VDI_ATTR_BIT]
+        self.assertEqual(removals[2], markers_removed[0])
+        self.assertEqual(2, removals.count(markers_removed[0]))
         self.assertNothingLeft()
 
     def test_failed_upload_whose_delete_failed_once_is_removed(self):

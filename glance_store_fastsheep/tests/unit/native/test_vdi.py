@@ -62,6 +62,18 @@ class LookupDeleteTest(native_base.ClientTestCase):
                          sorted((r[2], r[3]) for r in zeroing))
         self.assertFdsClosed()
 
+    def test_delete_removes_objects_an_inode_copy_does_not_record(self):
+        # Sheep removes an object when its entry is zeroed, reading the
+        # entry from one copy of the inode; a copy a recovery left short
+        # makes it keep the objects of the entries it lacks.
+        data = payload(4 * OBJECT)
+        self.sheep.add_image('img', data)
+        self.sheep.entries_lost_from_a_copy = set([1, 2])
+        self.client.delete('127.0.0.1', self.sheep.port, 'img')
+        self.assertEqual(['img'], self.sheep.deleted)
+        self.assertEqual({}, self.sheep.objects)
+        self.assertFdsClosed()
+
     def test_delete_answered_success_but_vdi_left_is_an_error(self):
         self.sheep.add_image('img', payload(OBJECT))
         # A sheep whose inode update is refused silently: DEL_VDI then
