@@ -22,10 +22,12 @@ place. What a late copy of each of these requests does is the subject
 of doc/source/contributor/replay-model.rst.
 """
 
+import heapq
 import itertools
 
 from glance_store import exceptions
 from oslo_log import log as logging
+from oslo_utils import excutils
 import six
 
 from glance_store_fastsheep.native import errors
@@ -71,7 +73,7 @@ def has_snapshots(session, vdi, name):
     return True
 
 
-def delete(session, name):
+def delete(session, name, sent=()):
     """Delete the current VDI name as ``dog vdi delete`` does; confirm.
 
     NotFound if missing; InUseByStore, leaving everything intact, when
@@ -97,6 +99,16 @@ def delete(session, name):
     after an earlier delete gave up on it) has its markers' objects
     removed before NotFound is raised, so a retried delete leaves
     nothing.
+
+    sent: a sequence of the indexes (ascending) of the data objects an
+    unfinished upload of the VDI may have created without recording
+    them (a failed upload's, ``leftovers.clean_up``; a partial
+    leftover's, ``write.Writer``). No entry names these orphans, so no
+    later delete would find them at the flat bound (``sweep``), nor
+    would ``dog vdi delete``: the sweep removes them with the rest, once,
+    after DELETING_KEY. A delete that stops before its sweep ended
+    removes them on its way out instead (``remove_unrecorded``), as
+    the callers did before they delete.
     """
     _settle(session, name)
     try:
@@ -104,15 +116,20 @@ def delete(session, name):
     except exceptions.NotFound:
         markers.remove_markers(session, name)
         raise
-    _settle(session, name, vdi.vid)
-    if has_snapshots(session, vdi, name):
-        raise exceptions.InUseByStore(
-            message='sheepdog image %s has snapshots (%s): left intact; '
-            'delete them first (dog vdi delete -s)' % (
-                name, session.where()))
-    markers.mark_deleting(session, name, vdi)
-    filled = clear_entries(session, vdi)
-    remove_objects(session, vdi, sweep(vdi, filled))
+    try:
+        _settle(session, name, vdi.vid)
+        if has_snapshots(session, vdi, name):
+            raise exceptions.InUseByStore(
+                message='sheepdog image %s has snapshots (%s): left '
+                'intact; delete them first (dog vdi delete -s)' % (
+                    name, session.where()))
+        markers.mark_deleting(session, name, vdi)
+        filled = clear_entries(session, vdi)
+        remove_objects(session, vdi, sweep(vdi, filled, sent))
+    except Exception:
+        with excutils.save_and_reraise_exception():
+            if len(sent):
+                remove_unrecorded(session, name, vdi, sent)
     _settle(session, name, vdi.vid)
     _del_vdi_once(session, name, vdi)
     check = session.call_raw(ops.vdi_request(proto.OP_GET_VDI_INFO,
@@ -226,7 +243,7 @@ def clear_entries(session, vdi):
     return filled
 
 
-def sweep(vdi, filled):
+def sweep(vdi, filled, sent=()):
     """The indexes whose objects a delete removes itself, by id.
 
     Sheep removes an object when the last entry naming it is zeroed,
@@ -240,15 +257,43 @@ def sweep(vdi, filled):
     answer NO_OBJ): the delete does not depend on which copy sheep
     read. Only an upload of unknown size that never completed has the
     flat bound for its size (2^20 objects, ``write``); for it, the
-    indexes the table read showed (filled) are swept instead, its
-    unrecorded objects being its clean-up's (``leftovers``).
+    indexes the table read showed (filled) are swept instead, with
+    those its upload may have sent unrecorded (sent, ascending: see
+    ``delete``), which no entry names. Each index once, ascending,
+    one at a time: sent may be a range of 2^20.
     """
     if not vdi.size:
-        return []
-    last = (vdi.size - 1) // vdi.object_size
-    if last + 1 >= inode_layout.DATA_INDEX_ENTRIES:
-        return filled
-    return six.moves.range(last + 1)
+        covered = ()
+    else:
+        last = (vdi.size - 1) // vdi.object_size
+        if last + 1 >= inode_layout.DATA_INDEX_ENTRIES:
+            covered = filled
+        else:
+            covered = six.moves.range(last + 1)
+    # Every index an upload sends lies within its VDI's size, so sent
+    # adds to covered only at the flat bound; merged all the same, so
+    # that no index of sent is left out whatever the size says.
+    return (index for index, _same in itertools.groupby(
+        heapq.merge(covered, sent)))
+
+
+def remove_unrecorded(session, name, vdi, indexes):
+    """REMOVE_OBJ those of indexes no entry of vdi records; log failure.
+
+    An unfinished upload's orphans where no delete's sweep removed
+    them (``delete``). Only objects no entry names: a VDI whose delete
+    stopped before DELETING_KEY still reads whole; those a sweep got
+    to already answer NO_OBJ. indexes is a sequence (ascending), read
+    a table chunk at a time (``vdi.unowned``). Logged, not raised: the
+    caller's own error is the one to report.
+    """
+    try:
+        remove_objects(session, vdi,
+                       vdi_ops.unowned(session, vdi.vid, indexes))
+    except Exception as exc:
+        LOG.error('Could not remove the objects of sheepdog image %s '
+                  '(vdi %x) that no entry records: %s', name, vdi.vid,
+                  exc)
 
 
 def remove_objects(session, vdi, indexes):

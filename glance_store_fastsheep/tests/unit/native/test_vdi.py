@@ -19,9 +19,12 @@ left open.
 from glance_store import exceptions
 
 from glance_store_fastsheep import client
+from glance_store_fastsheep.native import deletion
 from glance_store_fastsheep.native import errors
+from glance_store_fastsheep.native import failover
 from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import vdi as vdi_ops
 from glance_store_fastsheep.tests.unit.native import base as native_base
 
 OBJECT = native_base.OBJECT
@@ -73,6 +76,45 @@ class LookupDeleteTest(native_base.ClientTestCase):
         self.assertEqual(['img'], self.sheep.deleted)
         self.assertEqual({}, self.sheep.objects)
         self.assertFdsClosed()
+
+    def test_delete_stopped_before_its_sweep_removes_what_was_sent(self):
+        # An upload's leftover: objects 0 and 2 recorded, 1 created and
+        # never recorded. A delete that fails before its sweep removes
+        # that orphan on its way out, and only it: the VDI, not marked
+        # deleting, still reads whole.
+        data = payload(OBJECT) + b'\0' * OBJECT + payload(OBJECT, 2)
+        image = self.sheep.add_image('img', data)
+        orphan = proto.data_oid(image.vid, 1)
+        self.sheep.objects[orphan] = payload(OBJECT, 3)
+        self.sheep.results[proto.OP_GET_VDI_ATTR] = proto.READONLY
+        session = failover.FailoverSession(
+            self.settings, 'img', ('127.0.0.1', self.sheep.port))
+        try:
+            self.assertRaises(exceptions.Forbidden, deletion.delete,
+                              session, 'img', sent=[0, 1, 2])
+        finally:
+            session.close()
+        self.assertEqual([orphan],
+                         [r[1] for r in self.ops(proto.OP_REMOVE_OBJ)])
+        self.assertNotIn(orphan, self.sheep.objects)
+        self.assertTrue(self.sheep.image_bytes('img') == data)
+        self.assertFdsClosed()
+
+    def test_sweep_adds_what_was_sent_at_the_flat_bound(self):
+        class Inode(object):
+            object_size = OBJECT
+            vdi_size = OBJECT << 20
+        flat = vdi_ops.Vdi(7, Inode())
+        self.assertEqual([0, 1, 5, 9], list(deletion.sweep(
+            flat, [0, 5], [1, 5, 9])))
+        self.assertEqual([0, 5], list(deletion.sweep(flat, [0, 5])))
+        # A leftover whose sends are not known: the whole flat table.
+        self.assertEqual(1 << 20, len(list(deletion.sweep(
+            flat, [0, 5], range(1 << 20)))))
+        # Below it, every index the size covers, each once.
+        Inode.vdi_size = 3 * OBJECT + 1
+        self.assertEqual([0, 1, 2, 3], list(deletion.sweep(
+            flat, [1], [0, 3])))
 
     def test_delete_answered_success_but_vdi_left_is_an_error(self):
         self.sheep.add_image('img', payload(OBJECT))
