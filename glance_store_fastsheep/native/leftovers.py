@@ -11,20 +11,21 @@
 # under the License.
 """What a failed native upload leaves on the cluster, and its removal.
 
-On failure the objects created and not recorded are removed with
-``REMOVE_OBJ`` and the VDI is deleted (``deletion.delete``), on a fresh
-connection to any live member. Before that, whatever the error, the
-answers of the requests still in flight are waited for: on the gateway
-(``drain``, within the stall timeout), then on every connection given
-up with writes in flight (the gateways a failover left and the last
-one, parked by ``failover.FailoverSession``), which clean_up settles
-(``parking.Parking``) before it looks: sheep does every request that
-reached it, so a write answered after clean_up looked would leave an
-object no inode records. That wait is bounded by ``transfer_timeout``
-from when each connection was given up; what is still unanswered then
-(a sheep frozen that long) is logged as a warning naming the VDI and
-its objects that may still land. Only a garbled stream (nothing more
-can be read from it) is closed with its requests unsettled.
+On failure the VDI is deleted (``deletion.delete``), told the objects
+the upload created, so that its sweep removes those never recorded
+too, on a fresh connection to any live member. Before that, whatever
+the error, the answers of the requests still in flight are waited for:
+on the gateway (``drain``, within the stall timeout), then on every
+connection given up with writes in flight (the gateways a failover
+left and the last one, parked by ``failover.FailoverSession``), which
+clean_up settles (``parking.Parking``) before it looks: sheep does
+every request that reached it, so a write answered after clean_up
+looked would leave an object no inode records. That wait is bounded by
+``transfer_timeout`` from when each connection was given up; what is
+still unanswered then (a sheep frozen that long) is logged as a
+warning naming the VDI and its objects that may still land. Only a
+garbled stream (nothing more can be read from it) is closed with its
+requests unsettled.
 
 A successful upload does not wait for the connections a failover
 parked (a frozen gateway must not hold it): it reads the answers
@@ -93,12 +94,25 @@ def clean_up(writer):
     """Remove what a failed upload left; log what cannot be removed.
 
     On a fresh connection: the session that failed may be the
-    reason. Orphans (objects created, never recorded) first by
-    REMOVE_OBJ, then the VDI as ``deletion.delete`` deletes it. writer is
-    the failed upload's ``write.Writer``, its requests all answered or
-    given up; the VDI it made is filled in when found here (its vid
-    after a NEW_VDI whose answer was lost, its inode when it could not
-    be read).
+    reason. The VDI is deleted as ``deletion.delete`` deletes it, told
+    the indexes the upload sent (``writer.created``): its sweep removes
+    the orphans (objects created, never recorded) with the rest, once.
+    writer is the failed upload's ``write.Writer``, its requests all
+    answered or given up; the VDI it made is filled in when found here
+    (its vid after a NEW_VDI whose answer was lost, its inode when it
+    could not be read).
+
+    The orphans have no other removal, and nothing that may delete
+    the VDI later would find them (no entry names them: a delete
+    through the store sweeps only what the table shows at the flat
+    bound, ``dog vdi delete`` only the entries). So where that sweep
+    does not run they are still removed, as before the delete's sweep
+    took them over: a delete that fails before its sweep ended removes
+    them on its way out (``deletion.delete``), and a name gone before
+    a delete of this clean-up finished (NotFound: someone else's
+    delete, which did not know them) has them removed here. A look-up
+    that fails or finds another VDI removes nothing, as ever. Every
+    removal comes after the settle below.
     """
     if writer.vid is None and not writer.create_sent:
         return
@@ -136,12 +150,9 @@ def clean_up(writer):
         if writer.vdi is None:
             # Created, but its inode could not be read then.
             writer.vdi = current
-        if writer.created:
-            # The whole list before the first REMOVE_OBJ.
-            orphans = list(vdi_ops.unowned(session, current.vid,
-                                           sorted(writer.created)))
-            deletion.remove_objects(session, writer.vdi, orphans)
-        _delete(writer, session)
+        if not _delete(writer, session) and writer.created:
+            deletion.remove_unrecorded(session, writer.name, writer.vdi,
+                                       sorted(writer.created))
         LOG.info('Deleted the partial sheepdog image %s', writer.name)
         if writer.abandoned:
             LOG.warning('Writes of the partial sheepdog image %s (vdi '
@@ -165,14 +176,18 @@ def _delete(writer, session):
     A delete that stopped anywhere is finished by the next one
     (``deletion.delete``), and the attempt's name is its own
     (``store.vdi_name``): trying again cannot reach another VDI.
-    NotFound means it is gone already.
+    Each is given the indexes the upload sent, for its sweep. Returns
+    True once one finished, False on NotFound: the name is gone (an
+    earlier try's DEL_VDI that landed late, or someone else's delete,
+    whose sweep did not know the upload's objects).
     """
+    sent = sorted(writer.created)
     for attempt in range(1, markers.REMOVAL_TRIES + 1):
         try:
-            deletion.delete(session, writer.name)
-            return
+            deletion.delete(session, writer.name, sent=sent)
+            return True
         except exceptions.NotFound:
-            return
+            return False
         except exceptions.BackendException as exc:
             if attempt == markers.REMOVAL_TRIES:
                 raise
@@ -207,19 +222,20 @@ def _find_created(writer, session):
     return True
 
 
-def unrecorded(session, vdi):
-    """Indexes within vdi's size its table does not give to vdi.
+def sendable(vdi):
+    """Indexes within vdi's size: every one an upload of it may have sent.
 
-    Where a partial upload's orphans can be: every object an upload
+    Where a partial upload's orphans can be when what it sent is not
+    known (a leftover an upload of its name replaces, ``write.Writer``,
+    has them removed by its delete's sweep): every object an upload
     sends lies within the size its VDI was created with (a known size,
     or for an unknown one the flat bound, object size x 2^20), and only
     a complete upload of unknown size rewrites the size, once, after
-    every object was recorded. The ones never recorded are not deleted
-    with the VDI. Most of these are holes, which answer NO_OBJ. Yielded
-    one at a time, never past a flat table, whatever the size says.
+    every object was recorded. Most of these are holes, which answer
+    NO_OBJ. A range, never past a flat table, whatever the size says.
     """
     if not vdi.size:
-        return iter(())
+        return six.moves.range(0)
     last = min((vdi.size - 1) // vdi.object_size,
                inode_layout.DATA_INDEX_ENTRIES - 1)
-    return vdi_ops.unowned(session, vdi.vid, six.moves.range(last + 1))
+    return six.moves.range(last + 1)

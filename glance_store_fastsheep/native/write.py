@@ -52,11 +52,11 @@ copy of that write, late or resent, writes the same value. Sheep does
 not bound object writes or entries by ``vdi_size`` (no object path of
 sheep/gateway.c or ops.c reads it); what reads it is the cleanup of a
 VDI: sheep's deletion work and ``dog vdi delete`` zero and check the
-entries below it, ``deletion.delete`` too, and ``leftovers.unrecorded``
-looks for orphans below it. Created at the bound, a partial VDI's size covers
-every index its upload may have sent, whoever cleans it up; the cost is
-a leftover of unknown size (one no member could clean up) whose
-replacement looks through all 2^20 indexes.
+entries below it, ``deletion.delete`` too, and ``leftovers.sendable``
+puts a leftover's orphans below it. Created at the bound, a partial
+VDI's size covers every index its upload may have sent, whoever cleans
+it up; the cost is a leftover of unknown size (one no member could
+clean up) whose replacement looks through all 2^20 indexes.
 
 Names. The store names each upload's VDI for that attempt alone (the
 image id and a random suffix, ``store.vdi_name``), so ``NEW_VDI``
@@ -246,9 +246,10 @@ class Writer(object):
             LOG.warning('Replacing sheepdog image %s (vdi %x): an earlier '
                         'upload of it did not complete (marked %s)',
                         self.name, old.vid, markers.PARTIAL_KEY)
-            deletion.remove_objects(self.session, old,
-                                    leftovers.unrecorded(self.session, old))
-            deletion.delete(self.session, self.name)
+            # Its sweep removes what the earlier upload may have sent
+            # unrecorded too: no entry names those.
+            deletion.delete(self.session, self.name,
+                            sent=leftovers.sendable(old))
             self.create_sent = True
             self.vid = vdi_ops.create(self.session, self.name, size)
         self.vdi = vdi_ops.Vdi(self.vid, vdi_ops.read_inode_fields(

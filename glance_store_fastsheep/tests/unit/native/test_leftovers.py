@@ -18,6 +18,7 @@ The cluster becomes unreachable by closing the second fake sheep and
 freezing the first mid-upload: the cleanup then has no member to go to.
 """
 
+import collections
 import os
 
 from glance_store import exceptions
@@ -92,6 +93,25 @@ class PartialTest(native_base.FailoverClientTestCase):
         self.assertEqual(
             [], [oid for oid in self.first.objects if oid >> 32 == vid])
         self.assertIsNone(self.marker())
+        self.assertNothingLeft()
+
+    def test_replaced_vdi_has_each_object_removed_once(self):
+        data = os.urandom(12 * OBJECT + 7)
+        vid = self.leave_partial(data)
+        created = set(oid & 0xffffffff for oid in self.first.objects
+                      if oid >> 32 == vid)
+        self.assertTrue(created)
+        self.retry(data)
+        removed = collections.Counter(
+            r[1] & 0xffffffff for r in self.first.requests
+            if r[0] == proto.OP_REMOVE_OBJ and r[1] >> 32 == vid)
+        # Once each, recorded or not: the delete's sweep alone.
+        self.assertEqual({}, dict((index, count) for index, count in
+                                  removed.items() if count > 1))
+        self.assertEqual(set(range(13)), set(removed))
+        self.assertEqual(
+            [], [oid for oid in self.first.objects if oid >> 32 == vid])
+        self.assertEqual(data, self.first.image_bytes('img'))
         self.assertNothingLeft()
 
     def test_complete_image_stays_duplicate(self):

@@ -16,6 +16,7 @@ Byte-exact round trips through the fake's own store, the requests sent
 glance_store's exceptions, and no fd left open.
 """
 
+import collections
 import hashlib
 import io
 import os
@@ -207,6 +208,59 @@ class WriteTest(native_base.ClientTestCase):
         # ones never recorded by REMOVE_OBJ.
         self.assertEqual({}, self.sheep.objects)
         self.assertEqual(0, budget.WRITERS.held)
+        self.assertFdsClosed()
+
+    def removals(self, vid):
+        """How many REMOVE_OBJ named each data object index of vid."""
+        return collections.Counter(
+            r[1] & 0xffffffff for r in self.ops(proto.OP_REMOVE_OBJ)
+            if r[1] >> 32 == vid)
+
+    def created(self, vid):
+        return set(r[1] & 0xffffffff
+                   for r in self.ops(proto.OP_CREATE_AND_WRITE_OBJ)
+                   if r[1] >> 32 == vid)
+
+    def fail_first_record(self, data, size):
+        """An upload whose first inode update is refused; its vid.
+
+        The objects of that run were acknowledged and are never
+        recorded: orphans only their indexes reach.
+        """
+        self.settings.write_concurrency = 4
+        self.sheep.next_vid = 0x40
+        self.sheep.reply_fault = (proto.OP_WRITE_OBJ, 1, 'halt')
+        self.assertRaises(exceptions.BackendException, self.client.write,
+                          'img', image_data.Source(Chunks(data)),
+                          digest(), size)
+        self.assertEqual([], list(self.sheep.images))
+        return 0x40
+
+    def test_failed_upload_removes_each_object_once(self):
+        data = payload(8 * OBJECT, seed=15)
+        vid = self.fail_first_record(data, len(data))
+        removed = self.removals(vid)
+        self.assertTrue(self.created(vid))
+        # Once each: the delete's sweep covers the orphans too.
+        self.assertEqual({}, dict((index, count) for index, count in
+                                  removed.items() if count > 1))
+        self.assertEqual(set(range(8)), set(removed))
+        self.assertEqual({}, self.sheep.objects)
+        self.assertFdsClosed()
+
+    def test_failed_upload_of_unknown_size_removes_its_orphans(self):
+        # Created at the flat bound: the delete sweeps what the table
+        # showed and what the upload sent, not all 2^20 indexes.
+        data = payload(8 * OBJECT, seed=16)
+        vid = self.fail_first_record(data, 0)
+        self.assertEqual(OBJECT << 20, self.sheep.new_vdi_fields.vdi_size)
+        removed = self.removals(vid)
+        created = self.created(vid)
+        self.assertTrue(created)
+        self.assertEqual(set(), created - set(removed))
+        self.assertEqual({}, dict((index, count) for index, count in
+                                  removed.items() if count > 1))
+        self.assertEqual({}, self.sheep.objects)
         self.assertFdsClosed()
 
     def test_other_result_names_code_and_node(self):
