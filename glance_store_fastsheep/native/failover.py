@@ -28,19 +28,16 @@ at the same offset. ``NEW_VDI`` and ``DEL_VDI`` are not idempotent;
 changed). Results that sheep answered are never a reason to fail over:
 another gateway would answer the same.
 
-Object reads go where a copy is (``route_reads``): a gateway asked
-for an object it does not hold forwards the read to a random holder
-(``gateway_replication_read``, sheep/gateway.c) and waits on it as long
-as sheep's own timeouts let it, so one frozen holder stalls reads sent
-to any live gateway. The client computes the holders as sheep does
-(``Ring``: the vnode ring over the members, ``oid_to_vnodes``) and
-sends each read to a live holder on a connection of its own; that sheep
-reads its local copy. A holder that stalls or fails is treated as
-failed for the transfer and its outstanding reads go to the object's
-other holders. Everything else (lookups, writes, inode updates) goes to
-the one gateway: a write waits on every copy wherever it is sent. With
-no placement known (a fake sheep, members without vnodes, a build with
-disk vnodes) every request goes to the gateway, as before.
+Object reads go where a copy is (``route_reads``): which holder each
+read goes to is ``routing.ReadRoutes``'s, which holds the vnode ring
+over the members (``placement.Ring``); the session sends each read to a
+live holder on a connection of its own, and that sheep reads its local
+copy. A holder that stalls or fails is treated as failed for the
+transfer and its outstanding reads go to the object's other holders.
+Everything else (lookups, writes, inode updates) goes to the one
+gateway: a write waits on every copy wherever it is sent. With no
+placement known (a fake sheep, members without vnodes, a build with
+disk vnodes) every request goes to the gateway.
 
 Bounds: at most ``failover_attempts`` failovers per session, gateway
 and holders together, none after ``transfer_timeout`` from the first; a
@@ -62,18 +59,24 @@ from glance_store_fastsheep.native import exchange
 from glance_store_fastsheep.native import given_up
 from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import parking
-from glance_store_fastsheep.native import placement
 from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import routing
 
 LOG = logging.getLogger(__name__)
+
+
+def _of_gateway(attribute):
+    """The gateway's attribute, read as a Connection's is."""
+    return property(lambda self: getattr(self.session, attribute))
 
 
 class FailoverSession(exchange.Exchange):
     """A session that moves to another sheep when its connection fails.
 
-    ``session`` is the gateway; ``routes`` the connections to nodes
-    holding the objects ``route_reads`` asked to route. ``outstanding``
-    and a bare ``receive_one()`` are the gateway's: writes go there.
+    ``session`` is the gateway; ``reads`` (``routing.ReadRoutes``)
+    where the reads ``route_reads`` asked to route go, and its
+    connections to their holders. ``outstanding`` and a bare
+    ``receive_one()`` are the gateway's: writes go there.
     """
 
     def __init__(self, settings, name, first=None, cluster=None):
@@ -82,18 +85,13 @@ class FailoverSession(exchange.Exchange):
         self.settings = settings
         self.failovers = 0
         self.deadline = None
-        self.routes = {}
-        self.ring = None
-        self._members = None
-        # vid -> (copies, data too) of the VDIs whose reads are routed.
-        self._routed = {}
-        # id(request) -> the Connection the request was last sent on.
-        self._carriers = {}
-        # Connections this session parked (see Parking).
-        self.parked = 0
+        self.reads = routing.ReadRoutes(self.cluster.membership,
+                                        self.cluster.failed)
         # (lowest, highest) epoch the replies carried: the members
         # changed during the operation when they differ (recovery).
         self.epochs = None
+        # Connections this session parked (see Parking).
+        self.parked = 0
         self.cluster.membership.parking.sweep()
         self.session = self.cluster.connect(name)
         if self.cluster.membership.epoch is None:
@@ -114,22 +112,10 @@ class FailoverSession(exchange.Exchange):
         else:
             self.cluster.refresh(self.name)
 
-    # The Connection attributes callers read.
-    @property
-    def address(self):
-        return self.session.address
-
-    @property
-    def port(self):
-        return self.session.port
-
-    @property
-    def sock(self):
-        return self.session.sock
-
-    @property
-    def outstanding(self):
-        return self.session.outstanding
+    address = _of_gateway('address')
+    port = _of_gateway('port')
+    sock = _of_gateway('sock')
+    outstanding = _of_gateway('outstanding')
 
     def where(self):
         return self.session.where()
@@ -144,10 +130,9 @@ class FailoverSession(exchange.Exchange):
             self._set_aside(self.session)
         else:
             self.session.close()
-        for route in list(self.routes.values()):
+        for route in list(self.reads.connections.values()):
             self._set_aside(route)
-        self.routes.clear()
-        self._carriers.clear()
+        self.reads.clear()
 
     def _set_aside(self, session):
         """Close session, or park it if a request of it may still land.
@@ -181,74 +166,24 @@ class FailoverSession(exchange.Exchange):
     def route_reads(self, vid, copies, data=True):
         """Send READ_OBJ of vid's objects to a node holding a copy.
 
-        copies is the VDI's. The inode object always; the data objects
-        only with data: not those of an erasure-coded VDI, of which a
-        node holds a strip and only a gateway rebuilds the data. Without
-        a known placement, or copies (0), this does nothing.
-
-        The ring is the members' as last learned: a reply whose epoch
-        is newer than theirs made ``receive_one`` ask for them again.
+        copies is the VDI's; data False: the inode object only (see
+        ``routing.ReadRoutes.route``).
         """
-        self._refresh_ring()
-        if self.ring is not None and copies:
-            self._routed[vid] = (copies, data)
-
-    def _refresh_ring(self):
-        members = self.cluster.membership.members
-        if members is not self._members:
-            self._members = members
-            self.ring = placement.Ring.of(members)
-
-    def _target(self, request):
-        """The node request is to go to; None for the gateway."""
-        if request.opcode != proto.OP_READ_OBJ or self.ring is None:
-            return None
-        copies, data = self._routed.get(proto.oid_vid(request.oid),
-                                        (0, False))
-        if not copies or not (data or request.oid & proto.VDI_BIT):
-            return None
-        failed = self.cluster.failed
-        holders = [node for node in self.ring.holders(request.oid, copies)
-                   if node not in failed]
-        if not holders or self.session.node in holders:
-            # No live holder left: the gateway is the last resort.
-            return None
-        return holders[0]
-
-    def _carrier(self, request):
-        """The live Connection request was sent on (else the gateway)."""
-        if request is None:
-            return self.session
-        session = self._carriers.get(id(request))
-        if session is None or session.sock is None:
-            return self.session
-        return session
+        self.reads.route(vid, copies, data)
 
     def _dispatch(self, requests):
         """Send each request to its node; failures fail over."""
-        order = []
-        batches = {}
-        for request in requests:
-            node = self._target(request)
-            if node not in batches:
-                batches[node] = []
-                order.append(node)
-            batches[node].append(request)
-        for node in order:
-            batch = batches[node]
-            if node is None:
-                session = self.session
-            else:
-                session = self.routes.get(node)
+        for node, batch in self.reads.batches(requests, self.session.node):
+            session = (self.session if node is None
+                       else self.reads.connections.get(node))
             if session is None:
                 try:
                     session = self.cluster.open(node, self.name)
                 except errors.Unreachable as exc:
                     self._reroute(node, batch, exc)
                     continue
-                self.routes[node] = session
-            for request in batch:
-                self._carriers[id(request)] = session
+                self.reads.connections[node] = session
+            self.reads.carried(batch, session)
             try:
                 session.send(batch)
             except errors.ConnectionLost as exc:
@@ -262,13 +197,14 @@ class FailoverSession(exchange.Exchange):
         if session is self.session:
             self._fail_over(exc)
             return
-        self.routes.pop(session.node, None)
+        self.reads.connections.pop(session.node, None)
         pending = session.outstanding
         self._set_aside(session)
         self._reroute(session.node, pending, exc)
 
-    def _within_bounds(self, exc):
-        """Count a failover; raise exc when the bounds are reached."""
+    def _within_bounds(self, node, exc):
+        """node failed: count a failover; raise exc past the bounds."""
+        self.cluster.failed.add(node)
         now = timeutils.now()
         if self.deadline is None:
             self.deadline = now + self.settings.transfer_timeout
@@ -281,26 +217,21 @@ class FailoverSession(exchange.Exchange):
 
     def _reroute(self, node, pending, exc):
         """A holder failed: resend its reads to other holders."""
-        self.cluster.failed.add(node)
-        self._within_bounds(exc)
+        self._within_bounds(node, exc)
         try:
             # Refresh the members from the gateway.
             self.cluster.ask_members(self.session)
         except errors.ConnectionLost as lost:
             self._fail_over(lost)
-        self._refresh_ring()
-        targets = []
-        for request in pending:
-            target = membership.node_text(
-                self._target(request) or self.session.node)
-            if target not in targets:
-                targets.append(target)
+        self.reads.refresh()
+        gateway = self.session.node
+        texts = [membership.node_text(self.reads.target(request, gateway)
+                                      or gateway) for request in pending]
         LOG.warning('Failing over sheepdog image %s from %s to %s '
                     '(%d request(s) resent): %s', self.name,
                     membership.node_text(node),
-                    ', '.join(targets)
-                    or membership.node_text(self.session.node),
-                    len(pending), exc)
+                    ', '.join(sorted(set(texts), key=texts.index))
+                    or membership.node_text(gateway), len(pending), exc)
         if pending:
             self._dispatch(pending)
 
@@ -317,8 +248,7 @@ class FailoverSession(exchange.Exchange):
             if request.opcode != proto.OP_GET_NODE_LIST]
         # Open while what it carried may still land (see Parking).
         self._set_aside(old)
-        self.cluster.failed.add(old.node)
-        self._within_bounds(exc)
+        self._within_bounds(old.node, exc)
         try:
             new = self.cluster.connect(self.name)
         except errors.Unreachable as unreachable:
@@ -338,7 +268,7 @@ class FailoverSession(exchange.Exchange):
                 raise exc
         self.session = new
         # A holder the gateway moved to is one connection, not two.
-        route = self.routes.pop(new.node, None)
+        route = self.reads.connections.pop(new.node, None)
         if route is not None:
             pending.extend(route.outstanding)
             self._set_aside(route)
@@ -352,16 +282,13 @@ class FailoverSession(exchange.Exchange):
         except errors.ConnectionLost as again:
             self._fail_over(again, pending)
             return
-        self._refresh_ring()
+        self.reads.refresh()
         if pending:
             self._dispatch(pending)
 
     def _note_epoch(self, epoch):
-        if self.epochs is None:
-            self.epochs = (epoch, epoch)
-        else:
-            self.epochs = (min(self.epochs[0], epoch),
-                           max(self.epochs[1], epoch))
+        lowest, highest = self.epochs or (epoch, epoch)
+        self.epochs = (min(lowest, epoch), max(highest, epoch))
 
     def epoch_moved(self):
         """Whether replies of two epochs reached this session."""
@@ -380,7 +307,7 @@ class FailoverSession(exchange.Exchange):
         asked for again, from an entry point, before it is returned.
         """
         while True:
-            session = self._carrier(waiting)
+            session = self.reads.carrier(waiting, self.session)
             try:
                 answered = session.receive_one()
             except errors.ConnectionLost as exc:
@@ -395,14 +322,14 @@ class FailoverSession(exchange.Exchange):
                          'entry points for the members again',
                          response.epoch, session.where())
                 self.cluster.refresh(self.name)
-                self._refresh_ring()
+                self.reads.refresh()
             return answered
 
     def follow_up(self, request):
         # A retryable result is resent on the session that answered; if
         # that send fails, the request is outstanding there and _lost
         # resends it: settling again would send it twice.
-        session = self._carrier(request)
+        session = self.reads.carrier(request, self.session)
         try:
             session.follow_up(request)
         except errors.ConnectionLost as exc:
@@ -410,4 +337,4 @@ class FailoverSession(exchange.Exchange):
         if request.response is not None:
             self._note_epoch(request.response.epoch)
         if request.done:
-            self._carriers.pop(id(request), None)
+            self.reads.settled(request)
