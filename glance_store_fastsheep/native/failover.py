@@ -40,10 +40,10 @@ placement known (a fake sheep, members without vnodes, a build with
 disk vnodes) every request goes to the gateway.
 
 Bounds: at most ``failover_attempts`` failovers per session, gateway
-and holders together, none after ``transfer_timeout`` from the first; a
-node that failed is not tried again by the same session. Each failover
-is logged once, as a warning naming the old node, the new one and the
-reason.
+and holders together, none after ``transfer_timeout`` from the first
+(``failover_policy.FailoverPolicy``); a node that failed is not tried
+again by the same session. Each failover is logged once, as a warning
+naming the old node, the new one and the reason.
 
 The nodes to try are ``cluster``'s, the members and who may be
 connected to ``membership``'s, the connections given up with requests
@@ -51,15 +51,13 @@ in flight ``parking``'s, object placement ``placement``'s.
 """
 
 from oslo_log import log as logging
-from oslo_utils import timeutils
 
 from glance_store_fastsheep.native import cluster as cluster_mod
 from glance_store_fastsheep.native import errors
 from glance_store_fastsheep.native import exchange
-from glance_store_fastsheep.native import given_up
+from glance_store_fastsheep.native import failover_policy
 from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import parking
-from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.native import routing
 
 LOG = logging.getLogger(__name__)
@@ -75,23 +73,21 @@ class FailoverSession(exchange.Exchange):
 
     ``session`` is the gateway; ``reads`` (``routing.ReadRoutes``)
     where the reads ``route_reads`` asked to route go, and its
-    connections to their holders. ``outstanding`` and a bare
-    ``receive_one()`` are the gateway's: writes go there.
+    connections to their holders; ``policy`` the bounds of failing over.
+    ``outstanding`` and a bare ``receive_one()`` are the gateway's:
+    writes go there.
     """
 
     def __init__(self, settings, name, first=None, cluster=None):
         self.cluster = cluster or cluster_mod.Cluster(settings, first)
         self.name = name
         self.settings = settings
-        self.failovers = 0
-        self.deadline = None
+        self.policy = failover_policy.FailoverPolicy.of(settings)
         self.reads = routing.ReadRoutes(self.cluster.membership,
                                         self.cluster.failed)
         # (lowest, highest) epoch the replies carried: the members
         # changed during the operation when they differ (recovery).
         self.epochs = None
-        # Connections this session parked (see Parking).
-        self.parked = 0
         self.cluster.membership.parking.sweep()
         self.session = self.cluster.connect(name)
         if self.cluster.membership.epoch is None:
@@ -117,6 +113,11 @@ class FailoverSession(exchange.Exchange):
     sock = _of_gateway('sock')
     outstanding = _of_gateway('outstanding')
 
+    @property
+    def failovers(self):
+        """How many times this session failed over (``vdi`` compares)."""
+        return self.policy.failovers
+
     def where(self):
         return self.session.where()
 
@@ -138,26 +139,21 @@ class FailoverSession(exchange.Exchange):
         """Close session, or park it if a request of it may still land.
 
         Parked when requests that change a VDI were sent whole and not
-        answered (``Parking``), at most failover_attempts + 1 times per
-        operation (each failover's gateway and the last one); past
+        answered (``Parking``), as often as ``policy.park`` allows; past
         that, closed with a warning naming what may still land.
         """
         if session.sock is None:
             return
-        mutating = [request for request in given_up.unanswered(session)
-                    if request.mutates()]
-        if not mutating or session.garbled:
+        vids = self.policy.changed(session)
+        if vids is None:
             session.close()
             return
-        vids = set(request.vdi_id() for request in mutating)
-        vids.discard(None)
         parked = session.hand_over()
-        if self.parked > self.settings.failover_attempts:
+        if not self.policy.park():
             parking.Parked(parked, vids, self.name, 0).give_up(
                 'past the %d connections an operation parks' % (
-                    self.parked))
+                    self.policy.parked))
             return
-        self.parked += 1
         self.cluster.membership.parking.park(
             parked, vids, self.name, self.settings.transfer_timeout)
 
@@ -205,15 +201,10 @@ class FailoverSession(exchange.Exchange):
     def _within_bounds(self, node, exc):
         """node failed: count a failover; raise exc past the bounds."""
         self.cluster.failed.add(node)
-        now = timeutils.now()
-        if self.deadline is None:
-            self.deadline = now + self.settings.transfer_timeout
-        if (self.failovers >= self.settings.failover_attempts or
-                now >= self.deadline):
+        if not self.policy.fail_over():
             LOG.error('Giving up on sheepdog image %s after %d '
                       'failover(s): %s', self.name, self.failovers, exc)
             raise exc
-        self.failovers += 1
 
     def _reroute(self, node, pending, exc):
         """A holder failed: resend its reads to other holders."""
@@ -242,30 +233,16 @@ class FailoverSession(exchange.Exchange):
         bounds are reached or no node is left.
         """
         old = self.session
-        # A node-list request of ask_members() is not the caller's: not resent.
-        pending = list(carried) + [
-            request for request in old.outstanding
-            if request.opcode != proto.OP_GET_NODE_LIST]
+        pending = self.policy.resent(old.outstanding, carried)
         # Open while what it carried may still land (see Parking).
         self._set_aside(old)
         self._within_bounds(old.node, exc)
         try:
-            new = self.cluster.connect(self.name)
+            new = self.policy.next_gateway(self.cluster, self.name)
         except errors.Unreachable as unreachable:
-            # No node left that this operation knows: members may have
-            # joined since they were learned, with no reply to tell yet.
-            # The entry points are asked, failed ones included (a reset
-            # is not a death), once per failover.
-            new = None
-            if self.cluster.refresh(self.name, skip=()):
-                try:
-                    new = self.cluster.connect(self.name)
-                except errors.Unreachable as again:
-                    unreachable = again
-            if new is None:
-                LOG.error('No other sheep to fail over to for sheepdog '
-                          'image %s: %s', self.name, unreachable)
-                raise exc
+            LOG.error('No other sheep to fail over to for sheepdog '
+                      'image %s: %s', self.name, unreachable)
+            raise exc
         self.session = new
         # A holder the gateway moved to is one connection, not two.
         route = self.reads.connections.pop(new.node, None)
