@@ -21,7 +21,17 @@ overwritten by the next send; who decides to send it again is
 ``retry.Retry`` and ``failover.FailoverSession``.
 """
 
+import collections
+
 from glance_store_fastsheep.native import proto
+
+# What a data object's request is known by (``Request.tag``): the
+# object's index, and whether the request holds a slot of the write
+# budget (``window``; a removal holds none).
+ObjectTag = collections.namedtuple('ObjectTag', 'index slot')
+# What an inode record is known by: it sets the entries of the indexes
+# first..first+count-1 (``vdi.record``).
+RecordTag = collections.namedtuple('RecordTag', 'first count')
 
 
 class Request(object):
@@ -60,8 +70,8 @@ class Request(object):
         # VDI and internal requests: a function of the id giving the
         # header and its data.
         self.header_data = header_data
-        # What the caller knows the request by: each caller's own, see
-        # where it is made (write.py, vdi.record, leftovers).
+        # What the caller knows the request by: an ObjectTag or a
+        # RecordTag, None when the caller needs nothing.
         self.tag = tag
         self.result = None
         self.response = None

@@ -246,7 +246,7 @@ def record(vdi, first, count, owner=None):
         owner = vdi.vid
     return inode_write(vdi, inode_layout.DATA_INDEX_OFFSET + 4 * first,
                        proto.pack_uint32s(owner, count),
-                       tag=(first, count))
+                       tag=ops.RecordTag(first, count))
 
 
 def runs(indexes):

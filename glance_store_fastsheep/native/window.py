@@ -50,7 +50,7 @@ class Window(object):
         self.created = set()
         self.recorded = set()
         self._acked = []
-        # (index, slot) of acknowledged objects not hashed yet: they
+        # ops.ObjectTag of acknowledged objects not hashed yet: they
         # keep their place in the window, and their slot.
         self._held = []
         self._in_flight = collections.deque()
@@ -78,14 +78,14 @@ class Window(object):
                     waiting.append(request)
                     continue
                 self._held.append(request.tag)
-                self._acked.append(request.tag[0])
+                self._acked.append(request.tag.index)
             self._in_flight = waiting
         self._give_hashed()
         still = []
         for request in self._records:
             if request.done:
-                first, count = request.tag
-                self.recorded.update(range(first, first + count))
+                tag = request.tag
+                self.recorded.update(range(tag.first, tag.first + tag.count))
             else:
                 still.append(request)
         self._records = still
@@ -131,7 +131,7 @@ class Window(object):
                                                           index), 0,
             flags=proto.FLAG_CMD_WRITE | proto.FLAG_CMD_DIRECT,
             payload=pieces, copies=inode.nr_copies,
-            copy_policy=inode.copy_policy, tag=(index, slot))
+            copy_policy=inode.copy_policy, tag=ops.ObjectTag(index, slot))
         self.created.add(index)
         self._in_flight.append(request)
         try:
@@ -147,16 +147,16 @@ class Window(object):
         """Let go of acknowledged objects already hashed, and their slots."""
         if self._held:
             hashed = self.digest.objects_hashed()
-            keep = [tag for tag in self._held if tag[0] >= hashed]
+            keep = [tag for tag in self._held if tag.index >= hashed]
             budget.WRITERS.give(sum(1 for tag in self._held
-                                    if tag[1] and tag[0] < hashed))
+                                    if tag.slot and tag.index < hashed))
             self._held = keep
 
     def release_slots(self):
         """Give back every slot held: the upload is over, or failed."""
-        budget.WRITERS.give(sum(1 for tag in self._held if tag[1]))
+        budget.WRITERS.give(sum(1 for tag in self._held if tag.slot))
         self._held = []
         while self._in_flight:
             request = self._in_flight.popleft()
-            if request.tag[1]:
+            if request.tag.slot:
                 budget.WRITERS.give(1)
