@@ -310,7 +310,8 @@ def remove_objects(session, vdi, indexes):
         requests = [ops.Request(
             proto.OP_REMOVE_OBJ, proto.data_oid(vdi.vid, index),
             copies=vdi.inode.nr_copies,
-            copy_policy=vdi.inode.copy_policy, tag=(index, False))
+            copy_policy=vdi.inode.copy_policy,
+            tag=ops.ObjectTag(index, False))
             for index in itertools.islice(indexes,
                                           DELETE_BATCH)]
         if not requests:
