@@ -28,6 +28,7 @@ import itertools
 from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import excutils
+from oslo_utils import timeutils
 import six
 
 from glance_store_fastsheep.native import errors
@@ -36,6 +37,7 @@ from glance_store_fastsheep.native import inode_layout
 from glance_store_fastsheep.native import markers
 from glance_store_fastsheep.native import ops
 from glance_store_fastsheep.native import proto
+from glance_store_fastsheep.native import recovery
 from glance_store_fastsheep.native import vdi as vdi_ops
 
 LOG = logging.getLogger(__name__)
@@ -126,6 +128,8 @@ def delete(session, name, sent=()):
         markers.mark_deleting(session, name, vdi)
         filled = clear_entries(session, vdi)
         remove_objects(session, vdi, sweep(vdi, filled, sent))
+        if session.epoch_moved():
+            _remove_again(session, name, vdi, sent)
     except Exception:
         with excutils.save_and_reraise_exception():
             if len(sent):
@@ -144,6 +148,33 @@ def delete(session, name, sent=()):
                                'GET_VDI_INFO', name)
     _settle(session, name, vdi.vid)
     markers.remove_markers(session, name)
+
+
+def _remove_again(session, name, vdi, sent):
+    """Zero the entries and sweep again once no member recovers.
+
+    The members changed while the objects were removed: recovery copies
+    each object it holds to the object's new holder, as it was when the
+    recovery began, and writes the inode it read back; an object
+    removed meanwhile is then back on a live sheep, named by nothing
+    once the VDI is gone (the fault campaign found it). So the removal
+    is repeated once recovery is over, again if the epoch moves on
+    meanwhile, within the transfer timeout; past it the delete fails
+    before DEL_VDI, the image still marked DELETING_KEY.
+    """
+    deadline = timeutils.now() + session.settings.transfer_timeout
+    while True:
+        epochs = session.epochs
+        LOG.info('Sheepdog epoch moved from %d to %d while %s was '
+                 'deleted: removing its objects again once no member '
+                 'recovers', epochs[0], epochs[1], name)
+        recovery.wait_until_recovered(session.cluster, name, deadline,
+                                      epochs[1], recovery.DELETE_FAILS)
+        filled = clear_entries(session, vdi)
+        remove_objects(session, vdi, sweep(vdi, filled, sent))
+        if session.epochs == epochs and not recovery.recovering(
+                session.cluster, name, epochs[1]):
+            return
 
 
 def _settle(session, name, vid=None):

@@ -105,10 +105,20 @@ def recovering(cluster, name, epoch=None):
     return busy
 
 
-def wait_until_recovered(cluster, name, deadline, epoch=None):
+UPLOAD_FAILS = ('written', 'the upload fails rather than keep an inode a '
+                'copy of which may miss what was written')
+DELETE_FAILS = ('deleted', 'the delete fails, leaving the image marked '
+                'deleting (its reads fail) for a retried delete, rather '
+                'than leave objects recovery may copy back')
+
+
+def wait_until_recovered(cluster, name, deadline, epoch=None,
+                         outcome=UPLOAD_FAILS):
     """Return once no member recovers; BackendException at deadline.
 
-    deadline: a ``timeutils.now()`` value; epoch: see ``recovering``.
+    deadline: a ``timeutils.now()`` value; epoch: see ``recovering``;
+    outcome: (what was being done to the image, what failing means),
+    for the error.
     """
     while True:
         busy = recovering(cluster, name, epoch)
@@ -117,9 +127,9 @@ def wait_until_recovered(cluster, name, deadline, epoch=None):
         if timeutils.now() >= deadline:
             raise exceptions.BackendException(
                 'sheepdog image %s: the cluster moved to a new epoch while '
-                'it was written, and sheep at %s still recover objects or '
-                'do not answer: the upload fails rather than keep an '
-                'inode a copy of which may miss what was written' % (
-                    name, ', '.join('%s:%d' % (node[0], node[1])
-                                    for node in busy)))
+                'it was %s, and sheep at %s still recover objects or '
+                'do not answer: %s' % (
+                    name, outcome[0], ', '.join(
+                        '%s:%d' % (node[0], node[1]) for node in busy),
+                    outcome[1]))
         time.sleep(POLL_INTERVAL)

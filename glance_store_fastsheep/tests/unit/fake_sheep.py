@@ -200,6 +200,15 @@ class FakeSheep(object):
         # (see _start_recovery); recovered is set once it ends.
         self.recover_at = None
         self.creates = 0
+        # (n, seconds): a member changes at the n-th removal of a data
+        # object (REMOVE_OBJ, or its entry zeroed), and its recovery
+        # copies each object as it was then to
+        # the object's new holder: an object removed meanwhile is back
+        # when it ends, as on a real 1.0.1 cluster whose member was
+        # killed while a delete removed objects (fault campaign seed
+        # 2364190377).
+        self.recover_at_remove = None
+        self.removes = 0
         # An epoch this sheep answers with instead of the cluster's: a
         # member that has not taken a membership change in yet.
         self.lagging_epoch = None
@@ -718,6 +727,7 @@ class FakeSheep(object):
                     if (old and old != value and old == image.vid and
                             index not in self.entries_lost_from_a_copy):
                         # The last reference dropped: sheep removes it.
+                        self._removing()
                         self.objects.pop(wire.data_oid(old, index), None)
                     if value and wire.data_oid(value, index) not in (
                             self.objects):
@@ -754,6 +764,7 @@ class FakeSheep(object):
             if self.attrs.pop(oid, None) is None:
                 return wire.response(req_id, opcode, wire.NO_OBJ)
             return wire.response(req_id, opcode, wire.SUCCESS)
+        self._removing()
         if self.objects.pop(oid, None) is None:
             return wire.response(req_id, opcode, wire.NO_OBJ)
         return wire.response(req_id, opcode, wire.SUCCESS)
@@ -772,30 +783,43 @@ class FakeSheep(object):
         return wire.response(req_id, opcode, wire.SUCCESS,
                              vdi_id=image.vid)
 
-    def _start_recovery(self, seconds):
+    def _removing(self):
+        """A data object is about to be removed (see recover_at_remove)."""
+        self.removes += 1
+        if self.recover_at_remove and (
+                self.recover_at_remove[0] == self.removes):
+            self._start_recovery(self.recover_at_remove[1],
+                                 dict(self.objects))
+
+    def _start_recovery(self, seconds, objects=None):
         """A member changed: the epoch moves on and recovery starts.
 
         Recovery reads every inode as it is now and, seconds later,
         writes that copy back: what was written to an inode meanwhile is
         lost, though acknowledged, as a real 1.0.1 cluster lost it
-        (native/recovery.py). Called with the lock held.
+        (native/recovery.py). objects: the data objects it copies too
+        (oid -> bytes), written back where they are missing when it
+        ends. Called with the lock held.
         """
         self.epoch += 1
         copies = dict((vid, (dict(image.table), image.size))
                       for vid, image in self.by_vid.items())
         self._shared['recovery'] = copies
-        timer = threading.Timer(seconds, self._end_recovery, (copies,))
+        timer = threading.Timer(seconds, self._end_recovery,
+                                (copies, objects or {}))
         timer.daemon = True
         timer.start()
         self._threads.append(timer)
 
-    def _end_recovery(self, copies):
+    def _end_recovery(self, copies, objects):
         with self.lock:
             for vid, (table, size) in copies.items():
                 image = self.by_vid.get(vid)
                 if image is not None:
                     image.table = table
                     image.size = size
+            for oid, body in objects.items():
+                self.objects.setdefault(oid, body)
             self._shared['recovery'] = None
         self.recovered.set()
 

@@ -92,3 +92,39 @@ class RecoveryTest(native_base.FailoverClientTestCase):
         self.assertIn('127.0.0.1:%d' % self.second.port, str(error))
         self.assertEqual([], [name for name, _snap in self.first.images])
         self.assertNothingLeft()
+
+
+class DeleteDuringRecoveryTest(native_base.FailoverClientTestCase):
+    """A delete during which the members changed.
+
+    Fault campaign seed 2364190377: a sheep killed at the delete's first
+    REMOVE_OBJ left objects of the deleted image on a live sheep.
+    """
+
+    def test_objects_recovery_copied_back_are_removed_again(self):
+        data = os.urandom(4 * OBJECT + 1)
+        self.write(data)
+        self.assertEqual(5, len(self.first.objects))
+        # Recovery copies every object as it was at the first removal
+        # and writes back, when it ends, those removed meanwhile.
+        self.first.recover_at_remove = (1, 0.5)
+        self.client.delete('127.0.0.1', self.first.port, 'img')
+        self.assertTrue(self.first.recovered.wait(10))
+        self.assertEqual([], [name for name, _snap in self.first.images])
+        self.assertEqual({}, self.first.objects)
+        self.assertEqual({}, self.first.attrs)
+        self.assertIn('removing its objects again once no member '
+                      'recovers', self.log.output)
+        self.assertNothingLeft()
+
+    def test_recovery_past_the_transfer_timeout_fails_the_delete(self):
+        self.write(os.urandom(2 * OBJECT))
+        self.settings.transfer_timeout = 1.0
+        self.first.recover_at_remove = (1, 30)
+        error = self.assertRaises(
+            exceptions.BackendException, self.client.delete, '127.0.0.1',
+            self.first.port, 'img')
+        self.assertIn('still recover objects', str(error))
+        # Left marked deleting: its reads fail, a retried delete ends it.
+        self.assertEqual(['img'], [name for name, _snap in self.first.images])
+        self.assertNothingLeft()
