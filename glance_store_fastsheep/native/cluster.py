@@ -43,9 +43,6 @@ class Cluster(object):
         # Host names resolved once per operation.
         self.resolved = {}
         self.failed = set()
-        # SD_SHEEP_PROTO_VER of the cluster once a sheep accepted an
-        # internal request (ask_members, markers's attribute requests).
-        self.sheep_version = None
         if first is not None and not self.admits(first):
             raise Refused(
                 'sheep at %s is neither an entry point of this store '
@@ -128,9 +125,7 @@ class Cluster(object):
         """
         if not self.membership.is_entry_point(session.node, self.resolved):
             return
-        version = self.membership.ask_members(session)
-        if version is not None:
-            self.sheep_version = version
+        self.membership.ask_members(session)
         self._add_members()
 
     def refresh(self, name, skip=None):

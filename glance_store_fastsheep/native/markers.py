@@ -67,12 +67,8 @@ def _attr_request(session, name, key, flags, value=b'', vid=None):
     delete is for (a connection given up with it in flight is parked
     under it, see parking.Parking).
     """
-    known = session.cluster.sheep_version
-    versions = sorted(proto.SHEEP_VERSIONS, reverse=True)
-    if known in versions:
-        versions.remove(known)
-        versions.insert(0, known)
-    for version in versions:
+    known = session.cluster.membership
+    for version in known.versions():
         request = ops.Request(
             proto.OP_GET_VDI_ATTR, header_data=lambda req_id, v=version:
                 proto.pack_vdi_attr(req_id, v, name, key, value, flags),
@@ -80,7 +76,7 @@ def _attr_request(session, name, key, flags, value=b'', vid=None):
         answer = session.call_raw(request)
         if answer.result == proto.VER_MISMATCH:
             continue
-        session.cluster.sheep_version = version
+        known.sheep_version = version
         return answer
     raise errors.Unsupported(
         '%s answered %s to GET_VDI_ATTR with every known internal '

@@ -83,6 +83,11 @@ class Membership(object):
         # epoch it reports, not one per reply, and does not keep the
         # next real epoch from asking.
         self.asked = None
+        # The SD_SHEEP_PROTO_VER a sheep of the cluster last accepted in
+        # an internal request (node list, attributes, recovery state):
+        # tried first by the next one, the others after it, so that a
+        # sheep upgraded meanwhile is still understood.
+        self.sheep_version = None
         # Connections given up with requests that may still land.
         self.parking = parking.Parking()
 
@@ -103,6 +108,14 @@ class Membership(object):
         self.asked = epoch
         return True
 
+    def versions(self):
+        """The internal protocol versions to try, the accepted one first."""
+        versions = sorted(proto.SHEEP_VERSIONS, reverse=True)
+        if self.sheep_version in versions:
+            versions.remove(self.sheep_version)
+            versions.insert(0, self.sheep_version)
+        return versions
+
     def ask_members(self, session):
         """Ask session's sheep, an entry point, for the members.
 
@@ -113,7 +126,7 @@ class Membership(object):
         propagates).
         """
         buf = bytearray(proto.NODE_LIST_BUFFER)
-        for version in sorted(proto.SHEEP_VERSIONS, reverse=True):
+        for version in self.versions():
             request = ops.Request(
                 proto.OP_GET_NODE_LIST, view=memoryview(buf),
                 header_data=lambda req_id, v=version:
@@ -127,6 +140,7 @@ class Membership(object):
                 return None
             if answer.result == proto.VER_MISMATCH:
                 continue
+            self.sheep_version = version
             if answer.result != proto.SUCCESS:
                 LOG.debug('No node list from %s: %s', session.where(),
                           proto.result_text(answer.result))

@@ -56,9 +56,7 @@ def _ask(cluster, node, name):
     settings = cluster.settings
     session = cluster.open(node, name, stall_timeout=settings.command_timeout)
     try:
-        versions = [cluster.sheep_version] if cluster.sheep_version else (
-            sorted(proto.SHEEP_VERSIONS, reverse=True))
-        for version in versions:
+        for version in cluster.membership.versions():
             buf = bytearray(proto.RECOVERY_STATE_SIZE)
             request = ops.Request(
                 proto.OP_STAT_RECOVERY, view=memoryview(buf),
@@ -67,6 +65,7 @@ def _ask(cluster, node, name):
             answer = session.call_raw(request, retry=False)
             if answer.result == proto.VER_MISMATCH:
                 continue
+            cluster.membership.sheep_version = version
             epoch = answer.response.epoch if answer.response else None
             if answer.result != proto.SUCCESS:
                 LOG.debug('%s does not tell its recovery state: %s',

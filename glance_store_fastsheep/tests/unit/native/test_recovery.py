@@ -23,6 +23,7 @@ import os
 
 from glance_store import exceptions
 
+from glance_store_fastsheep.native import membership
 from glance_store_fastsheep.native import proto
 from glance_store_fastsheep.tests.unit.native import base as native_base
 
@@ -77,6 +78,18 @@ class RecoveryTest(native_base.FailoverClientTestCase):
         self.assertEqual({}, self.first.objects)
         self.assertEqual({}, self.first.attrs)
         self.assertNothingLeft()
+
+    def test_a_sheep_version_changed_since_it_was_learned(self):
+        # The internal protocol version is learned once per cluster: a
+        # cluster upgraded (or rolled back) since still has its
+        # recovery state asked in the version it now speaks.
+        self.write(os.urandom(OBJECT))
+        known = membership.of(self.settings)
+        self.assertEqual(self.first.sheep_version, known.sheep_version)
+        self.client.delete('127.0.0.1', self.first.port, 'img')
+        self.first.sheep_version = self.second.sheep_version = 0x09
+        self.upload_during_recovery()
+        self.assertEqual(0x09, known.sheep_version)
 
     def test_a_member_behind_the_epoch_counts_as_recovering(self):
         # The second member answers in the epoch before the change: it
