@@ -28,7 +28,6 @@ import itertools
 from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import excutils
-from oslo_utils import timeutils
 import six
 
 from glance_store_fastsheep.native import errors
@@ -162,19 +161,11 @@ def _remove_again(session, name, vdi, sent):
     meanwhile, within the transfer timeout; past it the delete fails
     before DEL_VDI, the image still marked DELETING_KEY.
     """
-    deadline = timeutils.now() + session.settings.transfer_timeout
-    while True:
-        epochs = session.epochs
-        LOG.info('Sheepdog epoch moved from %d to %d while %s was '
-                 'deleted: removing its objects again once no member '
-                 'recovers', epochs[0], epochs[1], name)
-        recovery.wait_until_recovered(session.cluster, name, deadline,
-                                      epochs[1], recovery.DELETE_FAILS)
+    def remove():
         filled = clear_entries(session, vdi)
         remove_objects(session, vdi, sweep(vdi, filled, sent))
-        if session.epochs == epochs and not recovery.recovering(
-                session.cluster, name, epochs[1]):
-            return
+    recovery.repeat_once_recovered(session, name, recovery.DELETE_FAILS,
+                                   'removing its objects again', remove)
 
 
 def _settle(session, name, vid=None):

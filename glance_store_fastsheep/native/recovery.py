@@ -111,6 +111,30 @@ DELETE_FAILS = ('deleted', 'the delete fails, leaving the image marked '
                 'than leave objects recovery may copy back')
 
 
+def repeat_once_recovered(session, name, outcome, then, action):
+    """action() once no member recovers; again until none started since.
+
+    For an operation whose replies carried two epochs (session's
+    ``epoch_moved``): what recovery may have undone meanwhile (an inode
+    write, an object removal) is done again once it is over, and again
+    if the epoch moved on or a member took the change in late, within
+    the transfer timeout (BackendException past it). outcome: see
+    ``wait_until_recovered``; then: what action does, for the log.
+    """
+    deadline = timeutils.now() + session.settings.transfer_timeout
+    while True:
+        epochs = session.epochs
+        LOG.info('Sheepdog epoch moved from %d to %d while %s was %s: '
+                 '%s once no member recovers objects', epochs[0],
+                 epochs[1], name, outcome[0], then)
+        wait_until_recovered(session.cluster, name, deadline, epochs[1],
+                             outcome)
+        action()
+        if session.epochs == epochs and not recovering(
+                session.cluster, name, epochs[1]):
+            return
+
+
 def wait_until_recovered(cluster, name, deadline, epoch=None,
                          outcome=UPLOAD_FAILS):
     """Return once no member recovers; BackendException at deadline.

@@ -68,7 +68,6 @@ failed attempt's leftover never blocks a retry, which takes a new name.
 from glance_store import exceptions
 from oslo_log import log as logging
 from oslo_utils import excutils
-from oslo_utils import timeutils
 from oslo_utils import units
 
 from glance_store_fastsheep import budget
@@ -351,14 +350,7 @@ class Writer(object):
         transfer timeout. size: the vdi_size written, None when NEW_VDI
         set it.
         """
-        deadline = timeutils.now() + self.settings.transfer_timeout
-        while True:
-            epochs = self.session.epochs
-            LOG.info('Sheepdog epoch moved from %d to %d while %s was '
-                     'written: rewriting its inode once no member '
-                     'recovers objects', epochs[0], epochs[1], self.name)
-            recovery.wait_until_recovered(self.session.cluster, self.name,
-                                          deadline, epochs[1])
+        def rewrite():
             requests = [vdi_ops.record(self.vdi, first, count)
                         for first, count in vdi_ops.runs(self.recorded)]
             if size is not None:
@@ -368,11 +360,9 @@ class Writer(object):
             self.session.send(requests)
             for request in requests:
                 self.session.complete(request)
-            # A recovery that started after the wait (a member that took
-            # the change in late) may still overwrite what was written.
-            if self.session.epochs == epochs and not recovery.recovering(
-                    self.session.cluster, self.name, epochs[1]):
-                return
+        recovery.repeat_once_recovered(self.session, self.name,
+                                       recovery.UPLOAD_FAILS,
+                                       'rewriting its inode', rewrite)
 
     def drain(self):
         """Wait a while for what is in flight (``leftovers.drain``)."""
