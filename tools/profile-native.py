@@ -47,9 +47,9 @@ def child(params):
     import pstats
     import uuid
 
-    from fastpath_integration.bench import transfers
+    from fastpath_integration.bench import store_driver
     # Built as the bench's workers build it; reader is client's old name.
-    store, loc = transfers.store({
+    store, loc = store_driver.store({
         'address': params['address'], 'port': params['port'],
         'driver': 'fastsheep', 'dog': params['dog'],
         'name': params['source_vdi'],

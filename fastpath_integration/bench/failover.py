@@ -147,13 +147,13 @@ def transfer(params):
 
     from eventlet import tpool
 
-    from fastpath_integration.bench import transfers
+    from fastpath_integration.bench import store_driver
     size, state = params['size'], {'last': None, 'gap': 0.0}
     tpool.execute(len, '')  # its threads and sockets stay for good
     before = _leftovers()
     failovers = _Failovers()
     logging.getLogger('glance_store_fastsheep').addHandler(failovers)
-    store, loc = transfers.store(dict(params, driver='fastsheep'))
+    store, loc = store_driver.store(dict(params, driver='fastsheep'))
 
     def tick(left):
         now = workers.monotonic()
