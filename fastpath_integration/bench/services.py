@@ -23,16 +23,15 @@ import os
 import shutil
 import sys
 import tempfile
-import time
-import uuid
 
+from fastpath_integration.bench import agent_burst
 from fastpath_integration.bench import clusters
 from fastpath_integration.bench import glance_api
 from fastpath_integration.bench import runner
 from fastpath_integration.bench import transfers
 from fastpath_integration.bench import workers
 
-MIB = 1 << 20
+MIB = clusters.MIB
 PUT_INTREE_MAX = 256 * MIB
 GLANCE_CONFIGS = (('pike', 'sheepdog'), ('patched', 'patched'),
                   ('plugin', 'fastsheep'))
@@ -120,6 +119,12 @@ def add_arguments(parser):
 
 
 class Section(object):
+    """One run of the section: its sizes, its report and its run directory.
+
+    The glance rows and the agent rows share the services they start
+    and the report they add to; a row that fails is noted and the
+    section goes on to the next.
+    """
 
     def __init__(self, args, report):
         self.args, self.report = args, report
@@ -202,98 +207,9 @@ class Section(object):
     # -- ceilometer ------------------------------------------------------
 
     def _burst(self, agent_name, pid, transport_url, topic, gnocchi_url):
-        from fastpath_integration import bus
-        from fastpath_integration.harness import processes
-        import requests
-        notifier = bus.notifier(transport_url, topic, 'ceilometer')
-        per = 20
-        notifications = max(1, self.samples // per)
-        run = uuid.uuid4().hex[:8]
-        resources = ['bench-%s-%d' % (run, i) for i in range(20)]
-        names = (['image.size'] +
-                 ['fastpath.ignored.%d' % i for i in range(20)] +
-                 ['fastpath.unmatched.%d' % i for i in range(20)] +
-                 ['fastpath.exact.metric'])
-        metadata = {'name': 'x', 'container_format': 'bare',
-                    'disk_format': 'raw'}
-
-        def resource_of(name, i):
-            # image.size makes an ``image`` resource, the exact metric a
-            # ``generic`` one: one id for both would have every agent
-            # PATCH an image that gnocchi holds as generic (404s).
-            rid = resources[i % len(resources)]
-            return rid + '-img' if name == 'image.size' else rid
-        writes = self._gnocchi_writes()
-        try:
-            before = processes.cpu_seconds(pid)
-            start = time.monotonic()
-            for n in range(notifications):
-                samples = []
-                for i in range(per):
-                    name = names[(n * per + i) % len(names)]
-                    samples.append(bus.sample(name, resource_of(name, n + i),
-                                              float(n), metadata=metadata))
-                bus.send_samples(notifier, samples)
-            sentinel = 'bench-%s-sentinel' % run
-            bus.send_samples(notifier, [
-                bus.sample('fastpath.exact.metric', sentinel, 1.0)])
-        finally:
-            notifier.transport.cleanup()
-        url = '%s/v1/resource/generic/%s' % (gnocchi_url, sentinel)
-        deadline = time.monotonic() + 1800
-        while not self._exists(requests, url):
-            if time.monotonic() > deadline:
-                raise RuntimeError('%s: burst not delivered in 30 min'
-                                   % agent_name)
-            time.sleep(1)
-        now = processes.cpu_seconds_once_idle(pid)
-        wall = time.monotonic() - start
-        writes = self._gnocchi_writes() - writes
-        delivered = self._delivered(requests, gnocchi_url, run)
-        self._row(AGENTS[agent_name], cpu_s=round(now - before, 2),
-                  wall_s=round(wall, 1),
-                  samples=notifications * per,
-                  resources=delivered[0], metrics=delivered[1],
-                  gnocchi_writes=writes,
-                  peak_rss_mib=glance_api.tree_peak_rss_mib(pid))
-
-    def _gnocchi_writes(self):
-        """POST/PATCH requests gnocchi-api has logged so far.
-
-        Only the agent under test writes during a burst (the bench's
-        polls are GETs): equal counts mean the agents did the same
-        gnocchi work, whatever their CPU.
-        """
-        try:
-            with open(os.path.join(self.rundir, 'gnocchi-api.log')) as log:
-                return sum(1 for line in log
-                           if '] POST /' in line or '] PATCH /' in line)
-        except (IOError, OSError):
-            return 0
-
-    @staticmethod
-    def _delivered(requests, gnocchi_url, run):
-        """(resources, metrics) the burst left in gnocchi.
-
-        Rows compare CPU for the same work only if every agent delivered
-        the same: a batch an agent drops costs it no gnocchi round trip.
-        """
-        resp = requests.post(
-            '%s/v1/search/resource/generic' % gnocchi_url,
-            json={'like': {'original_resource_id': 'bench-%s-%%' % run}},
-            params={'limit': 1000}, auth=('admin', ''), timeout=60)
-        resp.raise_for_status()
-        found = resp.json()
-        return len(found), sum(len(r.get('metrics') or ()) for r in found)
-
-    @staticmethod
-    def _exists(requests, url):
-        """gnocchi has ``url``; a busy gnocchi that times out is a no."""
-        try:
-            return requests.get(url, auth=('admin', ''),
-                                timeout=30).status_code == 200
-        except requests.exceptions.RequestException:
-            return False
+        self._row(AGENTS[agent_name], **agent_burst.burst(
+            self.samples, self.rundir, agent_name, pid, transport_url, topic,
+            gnocchi_url))
 
     def agent_rows(self, stack, rundir, rabbit, gnocchi):
         from fastpath_integration.harness import ceilometer
