@@ -13,7 +13,8 @@ One fixture, three ways glance-api runs:
 
 No keystone: a paste pipeline that trusts identity headers
 (``ADMIN_HEADERS``). The current releases get their store configuration
-from devstack/lib/fastpath (multi-store, one backend per sheepdog);
+from devstack/lib/fastpath (multi-store, one backend per sheepdog;
+``glance_current`` writes it);
 Pike gets what README tells Pike operators, with ``store`` one of:
 
 - ``fastsheep``: the plugin (``stores = file,http,fastsheep``,
@@ -29,7 +30,6 @@ the emulator (infrastructure.SheepdogEmulator): anything with
 ``address``, ``port``, ``dog_path`` and ``bin_dir``.
 """
 
-import configparser
 import logging
 import os
 import shutil
@@ -38,6 +38,7 @@ import fixtures
 import requests
 
 from fastpath_integration.harness import devstack
+from fastpath_integration.harness import glance_current
 from fastpath_integration.harness import host
 from fastpath_integration.harness import pike_sources
 from fastpath_integration.harness import processes
@@ -132,7 +133,8 @@ class Glance(fixtures.Fixture):
         if self.release == 'pike':
             extra = self._configure_pike(venv, base, etc, port, log)
         else:
-            self._configure_current(venv, base, etc, port, log)
+            self.backend = glance_current.configure(
+                self, BACKEND, venv, base, etc, port, log)
         env = venvs.venv_env(venv, extra)
         bindir = os.path.join(venv, 'bin')
         processes.run([os.path.join(bindir, 'glance-manage'),
@@ -143,8 +145,9 @@ class Glance(fixtures.Fixture):
             cmd = [os.path.join(bindir, 'glance-api'),
                    '--config-file', self.conf]
         else:
-            cmd = [os.path.join(bindir, 'uwsgi'),
-                   '--ini', self._uwsgi_ini(etc, port, cwd)]
+            cmd = [os.path.join(bindir, 'uwsgi'), '--ini',
+                   glance_current.uwsgi_ini(etc, port, cwd, self.venv,
+                                            self.workers)]
         self.service = self.useFixture(processes.Service(
             '%s-api' % self.name, cmd,
             os.path.join(self.rundir, '%s-server.log' % self.name), cwd=cwd,
@@ -162,122 +165,6 @@ class Glance(fixtures.Fixture):
             self._check_pike_driver(venv, env)
         LOG.info('%s-api (%s, %s): %s (store %s)', self.name, self.release,
                  self.server, self.url, self.backend or self.store)
-
-    # -- current ---------------------------------------------------------
-
-    def _configure_current(self, venv, base, etc, port, log):
-        paste = os.path.join(etc, 'glance-api-paste.ini')
-        shutil.copy(os.path.join(venv, 'etc', 'glance',
-                                 'glance-api-paste.ini'), paste)
-        # What devstack's lib/glance writes (trimmed to what runs here):
-        # multi-store with a file backend, staging and tasks stores.
-        settings = [
-            ('DEFAULT', 'enabled_backends', 'fs:file'),
-            ('DEFAULT', 'enabled_import_methods', '[glance-direct]'),
-            ('DEFAULT', 'log_file', os.path.join(
-                self.rundir, '%s-api.log' % self.name)),
-            ('DEFAULT', 'debug', 'false'),
-            # The tests check locations: where the image went, and that a
-            # location written by the Pike driver can be added.
-            ('DEFAULT', 'show_image_direct_url', 'true'),
-            ('DEFAULT', 'show_multiple_locations', 'true'),
-            ('glance_store', 'default_backend', 'fs'),
-            ('fs', 'filesystem_store_datadir', os.path.join(base, 'images')),
-            ('os_glance_staging_store', 'filesystem_store_datadir',
-             os.path.join(base, 'staging')),
-            ('os_glance_tasks_store', 'filesystem_store_datadir',
-             os.path.join(base, 'tasks')),
-            ('database', 'connection',
-             self.db_url.replace('postgresql://', 'postgresql+psycopg2://')),
-            # No keystone: a pipeline that trusts identity headers.
-            ('paste_deploy', 'flavor', 'trusted'),
-            ('paste_deploy', 'config_file', paste),
-            ('oslo_policy', 'enforce_new_defaults', 'false'),
-        ]
-        if self.keystone is not None:
-            settings += [('paste_deploy', 'flavor',
-                          'keystone+cachemanagement'),
-                         # Where the other workers reach this one (the
-                         # centralized_db image cache, glance-direct
-                         # staged on another worker), as devstack sets.
-                         ('DEFAULT', 'worker_self_reference_url',
-                          'http://127.0.0.1:%d' % port)]
-            settings += self.keystone.authtoken_settings('glance')
-        settings += self.settings
-        if self.server == 'eventlet':
-            settings += [('DEFAULT', 'bind_host', '127.0.0.1'),
-                         ('DEFAULT', 'bind_port', str(port)),
-                         ('DEFAULT', 'workers', str(self.workers))]
-        for section, option, value in settings:
-            devstack.run('iniset', [self.conf, section, option, value],
-                         log=log)
-        if self.keystone is not None and not any(
-                option[:2] == ('oslo_policy', 'enforce_new_defaults')
-                for option in self.settings):
-            # The release's own policy defaults, which its tempest
-            # expects (the new ones from 2023.2 on), unless the caller
-            # sets them (tempest.LINES, for 2023.1's tempest).
-            devstack.run('inidelete', [self.conf, 'oslo_policy',
-                                       'enforce_new_defaults'], log=log)
-        for section, option, value in (
-                ('composite:glance-api-trusted', 'paste.composite_factory',
-                 'glance.api:root_app_factory'),
-                ('composite:glance-api-trusted', '/', 'api'),
-                ('composite:glance-api-trusted', '/healthcheck',
-                 'healthcheck'),
-                ('composite:api', 'trusted',
-                 'cors http_proxy_to_wsgi versionnegotiation osprofiler '
-                 'context rootapp')):
-            devstack.run('iniset', [paste, section, option, value], log=log)
-        # The extra backends first: devstack's function makes the last
-        # backend it configures the default.
-        backends = list(self.backends.items())
-        if self.sheepdog is not None:
-            backends.append((BACKEND, self.sheepdog))
-        for backend_id, sheepdog in backends:
-            env = devstack.sheepdog_env(sheepdog, backend_id)
-            devstack.run('configure_fastpath_glance',
-                         [self.conf, devstack.glance_store_mode(venv, env)],
-                         env=env, log=log)
-        if self.keystone is not None:
-            self._sort_backends(log)
-        self.backend = BACKEND if self.sheepdog is not None else (
-            backends[-1][0] if backends else 'fs')
-
-    def _sort_backends(self, log):
-        """enabled_backends by id, the order tempest expects.
-
-        An import to all stores writes them in enabled_backends order,
-        glance lists an image's stores in the order written (before
-        2024.1's store weights), and tempest's import waiter compares
-        that list with the sorted store ids.
-        """
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read(self.conf)
-        backends = sorted((b.strip() for b in parser.get(
-            'DEFAULT', 'enabled_backends').split(',')),
-            key=lambda backend: backend.split(':')[0])
-        devstack.run('iniset', [self.conf, 'DEFAULT', 'enabled_backends',
-                                ','.join(backends)], log=log)
-
-    def _uwsgi_ini(self, etc, port, cwd):
-        uwsgi_ini = os.path.join(etc, 'glance-api-uwsgi.ini')
-        with open(uwsgi_ini, 'w') as f:
-            f.write('[uwsgi]\n'
-                    '%s\n'
-                    'env = OS_GLANCE_CONFIG_DIR=%s\n'
-                    'http-socket = 127.0.0.1:%d\n'
-                    'chdir = %s\n'
-                    'master = true\nprocesses = %d\nthreads = 4\n'
-                    'enable-threads = true\nsingle-interpreter = true\n'
-                    'lazy-apps = true\nneed-app = true\n'
-                    'die-on-term = true\nhttp-auto-chunked = true\n'
-                    'http-raw-body = true\nbuffer-size = 65535\n'
-                    'add-header = Connection: close\n'
-                    % (venvs.uwsgi_app(venvs.venv_path(self.venv),
-                                       'glance.wsgi.api', 'glance-wsgi-api'),
-                       etc, port, cwd, self.workers))
-        return uwsgi_ini
 
     # -- Pike ------------------------------------------------------------
 
