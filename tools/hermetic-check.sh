@@ -48,7 +48,7 @@ fi
 prefix=$SHEEPDOG_PREFIX
 ip link set lo up
 # Only sheep's fixed lock directory is made private, as the cluster
-# fixture does (fastpath_integration/harness/sheepdog.py).
+# fixture does (fastpath_integration/harness/sheep_processes.py).
 mkdir -p /tmp/sheepdog_locks
 mount -t tmpfs sheepdog-locks /tmp/sheepdog_locks
 work=$(mktemp -d)

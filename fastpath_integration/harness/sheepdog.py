@@ -18,24 +18,17 @@ started. The binaries come from ``tools/build-sheepdog.sh``
 (``SHEEPDOG_PREFIX``, or a build of ``SHEEPDOG_SOURCE``, by default the
 archive in ``../shared/sheepdog/``).
 
-Two clusters at once must not collide. Each cluster has its own
-membership file (``-c local:SHMFILE``), store directories and ports, but
-the local driver also keeps cluster locks in the fixed directory
-``/tmp/sheepdog_locks/`` and purges it whenever a sheep starts, which
-would break every other running cluster. So, as root, every cluster gets
-a private mount namespace with its own tmpfs on that path: a holder
-process made by ``unshare`` owns the namespace, each sheep enters it with
-``nsenter``, and the holder ends when its stdin closes, with or without a
-clean-up. Without the privilege for that (an operator's non-root run),
-clusters fall back to the shared directory, which is safe for one
-cluster at a time; ``isolated`` says which it got.
+Two clusters at once must not collide: each has its own membership
+file, store directories and ports, and, as root, its own lock directory
+(``sheep_processes.LockNamespace``); ``isolated`` says whether it got
+one.
 
 The module runs on Python 2.7 (``tox -e py27``, Pike's pins) as on 3:
-only the standard library, ``fixtures`` and the harness's leaf ``host``
-(ports and the process table), never the service harness.
+only the standard library, ``fixtures``, the harness's leaf ``host``
+(ports and the process table) and ``sheep_processes``, which stands on
+``host`` alone; never the service harness.
 """
 
-import errno
 import hashlib
 import os
 import pwd
@@ -48,8 +41,8 @@ import time
 import fixtures
 
 from fastpath_integration.harness import host
+from fastpath_integration.harness import sheep_processes
 
-LOCK_DIR = '/tmp/sheepdog_locks'
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 BUILD_TOOL = os.path.join(ROOT, 'tools', 'build-sheepdog.sh')
@@ -87,15 +80,9 @@ class Unavailable(Exception):
     """No real sheepdog can be found or built here."""
 
 
-class ClusterError(Exception):
-    """A sheep would not start, or the cluster would not answer."""
-
-
-def _monotonic():
-    # Python 2.7 has no time.monotonic; the test fixture only needs
-    # coarse start-up deadlines, which oslo_utils gives on both.
-    from oslo_utils import timeutils
-    return timeutils.now()
+# A sheep would not start, or the cluster would not answer: raised by the
+# fixture and its nodes alike, so one name catches both.
+ClusterError = sheep_processes.ClusterError
 
 
 def prefix():
@@ -181,92 +168,6 @@ def available():
     return True
 
 
-def _children_of(pid):
-    return [child for child, _state in host.children(pid)]
-
-
-class Node(object):
-    """One sheep: its port, zone, store directory and processes."""
-
-    def __init__(self, cluster, index, port):
-        self.cluster = cluster
-        self.index = index
-        self.port = port
-        self.directory = os.path.join(cluster.root, 'node%d' % index)
-        self.log_path = os.path.join(self.directory, 'sheep.log')
-        self.process = None
-        self.logger_pids = []
-
-    @property
-    def running(self):
-        return self.process is not None and self.process.poll() is None
-
-    def start(self, timeout=30):
-        if not os.path.isdir(self.directory):
-            os.makedirs(self.directory)
-        argv = [os.path.join(self.cluster.prefix, 'sbin', 'sheep')] + (
-            self.cluster.foreground_args()) + [
-                '-c', 'local:%s' % self.cluster.shm_file,
-                '-b', self.cluster.address, '-p', str(self.port),
-                '-z', str(self.index), self.directory]
-        argv = self.cluster.in_namespace(argv)
-        with open(os.devnull, 'rb') as null_in:
-            with open(os.path.join(self.cluster.root,
-                                   'node%d.out' % self.index), 'ab') as out:
-                self.process = subprocess.Popen(
-                    argv, stdin=null_in, stdout=out, stderr=out,
-                    close_fds=True)
-        deadline = _monotonic() + timeout
-        while _monotonic() < deadline:
-            if self.process.poll() is not None:
-                break
-            if host.port_open(self.port, self.cluster.address):
-                self.logger_pids = _children_of(self.process.pid)
-                return
-            time.sleep(0.02)
-        self.kill()
-        raise ClusterError('sheep %d on port %d did not start; the end of '
-                           '%s:\n%s' % (self.index, self.port, self.log_path,
-                                        self.log_tail()))
-
-    def kill(self, sig=signal.SIGKILL, wait=True):
-        """Signal the sheep (SIGKILL: it dies mid-request) and reap it.
-
-        Its forked logger ends with it (a parent-death signal); it is
-        waited for too, so no process of the node outlives this call.
-        """
-        if self.process is None:
-            return
-        pids = [self.process.pid] + (
-            self.logger_pids or _children_of(self.process.pid))
-        try:
-            os.kill(self.process.pid, sig)
-        except OSError as exc:
-            if exc.errno != errno.ESRCH:
-                raise
-        if not wait:
-            return
-        self.process.wait()
-        deadline = _monotonic() + 10
-        for pid in pids[1:]:
-            while host.alive(pid) and _monotonic() < deadline:
-                time.sleep(0.02)
-            if host.alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        self.process = None
-
-    def log_tail(self, lines=20):
-        text = []
-        for path in (self.log_path, os.path.join(
-                self.cluster.root, 'node%d.out' % self.index)):
-            try:
-                with open(path) as log:
-                    text.extend(log.read().splitlines()[-lines:])
-            except (IOError, OSError):
-                pass
-        return '\n'.join(text) or '(no log)'
-
-
 class SheepdogCluster(fixtures.Fixture):
     """N local sheep with ``copies`` replicas, formatted and answering.
 
@@ -309,13 +210,13 @@ class SheepdogCluster(fixtures.Fixture):
         for name in ('dog', 'collie'):
             os.symlink(tool_path(self.prefix, name),
                        os.path.join(self.bin_dir, name))
-        self._holder = None
-        self.isolated = self._make_namespace()
-        self.addCleanup(self._end_namespace)
+        self.namespace = sheep_processes.LockNamespace()
+        self.isolated = self.namespace.start()
+        self.addCleanup(self.namespace.end)
         self.nodes = []
         self.addCleanup(self.stop)
         for index in range(self.node_count):
-            node = Node(self, index, host.free_port())
+            node = sheep_processes.Node(self, index, host.free_port())
             self.nodes.append(node)
             # One after another: a node started while another is still
             # setting up can fail to purge the lock directory.
@@ -342,41 +243,6 @@ class SheepdogCluster(fixtures.Fixture):
             self._foreground = (['-f'] if b'--foreground' in out
                                 else ['-l', 'dst=stdout'])
         return self._foreground
-
-    # -- the namespace ------------------------------------------------------
-
-    def _make_namespace(self):
-        if os.geteuid() != 0:
-            return False
-        script = ('mkdir -p %s && mount -t tmpfs sheepdog-locks %s && '
-                  'echo ready && exec cat >/dev/null' % (LOCK_DIR, LOCK_DIR))
-        try:
-            holder = subprocess.Popen(
-                ['unshare', '--mount', '--propagation', 'private', 'sh',
-                 '-c', script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, close_fds=True)
-        except OSError:
-            return False
-        if holder.stdout.readline().strip() != b'ready':
-            holder.stdin.close()
-            holder.wait()
-            return False
-        self._holder = holder
-        return True
-
-    def _end_namespace(self):
-        if self._holder is not None:
-            self._holder.stdin.close()
-            self._holder.stdout.close()
-            self._holder.stderr.close()
-            self._holder.wait()
-            self._holder = None
-
-    def in_namespace(self, argv):
-        if self._holder is None:
-            return argv
-        return ['nsenter', '--mount', '--target',
-                str(self._holder.pid)] + argv
 
     # -- the cluster -----------------------------------------------------
 
@@ -419,9 +285,9 @@ class SheepdogCluster(fixtures.Fixture):
         self.wait_until_running(timeout)
 
     def wait_until_running(self, timeout=30):
-        deadline = _monotonic() + timeout
+        deadline = sheep_processes.monotonic() + timeout
         status = b''
-        while _monotonic() < deadline:
+        while sheep_processes.monotonic() < deadline:
             code, status, _err = self.dog('cluster', 'info')
             if code == 0 and b'running' in status.split(b'\n')[0]:
                 code, nodes, _err = self.dog('node', 'list', '-r')
@@ -448,7 +314,7 @@ class SheepdogCluster(fixtures.Fixture):
         The namespace holder and each sheep are children of the process
         that made the fixture; a sheep's logger is the sheep's child.
         """
-        pids = [self._holder.pid] if self._holder is not None else []
+        pids = [self.namespace.pid] if self.namespace.pid is not None else []
         for node in self.nodes:
             if node.process is not None:
                 pids.extend(pid for pid in [node.process.pid] +

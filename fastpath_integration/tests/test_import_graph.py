@@ -427,14 +427,17 @@ class ImportGraphTestCase(testtools.TestCase):
     def test_the_sheepdog_fixture_stands_on_leaves(self):
         """The fixture the plugins' 2.7 tests import: no service harness.
 
-        Its project imports, direct or not, are the ``host`` leaf only,
-        which imports nothing of the project: processes, services and
-        venvs (Python 3 only) stay out of a 2.7 test run.
+        Its project imports, direct or not, are the ``host`` leaf, which
+        imports nothing of the project, and the cluster's processes
+        (``sheep_processes``), which import ``host`` alone: processes,
+        services and venvs (Python 3 only) stay out of a 2.7 test run.
         """
         graph = import_graph(TOPDIR)
         host = 'fastpath_integration.harness.host'
+        sheep = 'fastpath_integration.harness.sheep_processes'
         self.assertEqual(set(), graph[host])
-        self.assertEqual({host}, reachable(
+        self.assertEqual({host}, graph[sheep])
+        self.assertEqual({host, sheep}, reachable(
             graph, 'fastpath_integration.harness.sheepdog'))
         self.assertIn(host, graph['fastpath_integration.harness.processes'])
 
