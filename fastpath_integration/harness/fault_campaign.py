@@ -72,6 +72,7 @@ import uuid
 from oslo_utils import timeutils
 
 from fastpath_integration.harness import fault_proxy
+from fastpath_integration.harness import proxy_wire
 from fastpath_integration.harness import sheep_objects
 from fastpath_integration.harness import sheepdog
 
@@ -87,12 +88,12 @@ QUIET_TIMEOUT = 60
 # What a proxy fault may pick: every request the client sends for a
 # transfer, the most frequent ones (object writes, inode updates, reads,
 # attributes) more often.
-OPCODES = ((fault_proxy.CREATE_AND_WRITE_OBJ,) * 3 +
-           (fault_proxy.WRITE_OBJ,) * 3 + (fault_proxy.READ_OBJ,) * 2 +
-           (fault_proxy.GET_VDI_ATTR,) * 2 +
-           (fault_proxy.REMOVE_OBJ, fault_proxy.NEW_VDI,
-            fault_proxy.GET_VDI_INFO, fault_proxy.DEL_VDI,
-            fault_proxy.GET_NODE_LIST))
+OPCODES = ((proxy_wire.CREATE_AND_WRITE_OBJ,) * 3 +
+           (proxy_wire.WRITE_OBJ,) * 3 + (proxy_wire.READ_OBJ,) * 2 +
+           (proxy_wire.GET_VDI_ATTR,) * 2 +
+           (proxy_wire.REMOVE_OBJ, proxy_wire.NEW_VDI,
+            proxy_wire.GET_VDI_INFO, proxy_wire.DEL_VDI,
+            proxy_wire.GET_NODE_LIST))
 # Forged results: final errors and results sheep asks to retry. A forged
 # success would be a lying sheep, which no client can see through.
 FORGED = (0x03, 0x05, 0x06, 0x19, 0x82, 0x86, 0x8f)
@@ -188,7 +189,7 @@ class Run(object):
 def _describe(fault):
     fault = dict(fault)
     if 'opcode' in fault:
-        fault['opcode'] = fault_proxy.OPCODES[fault['opcode']]
+        fault['opcode'] = proxy_wire.OPCODES[fault['opcode']]
     if 'result' in fault:
         fault['result'] = '0x%02x' % fault['result']
     return ' '.join('%s=%s' % item for item in sorted(fault.items()))

@@ -32,6 +32,7 @@ from glance_store import exceptions
 from testtools import content
 
 from fastpath_integration.harness import fault_proxy
+from fastpath_integration.harness import proxy_wire
 from fastpath_integration.harness import sheep_objects
 from glance_store_fastsheep.tests.functional import base
 from glance_store_fastsheep.tests.real import base as real_base
@@ -61,12 +62,12 @@ def nth(count, test):
 
 
 def creates(request):
-    return request.opcode == fault_proxy.CREATE_AND_WRITE_OBJ
+    return request.opcode == proxy_wire.CREATE_AND_WRITE_OBJ
 
 
 def inode_writes(request):
-    return (request.opcode == fault_proxy.WRITE_OBJ and
-            request.oid & fault_proxy.VDI_BIT)
+    return (request.opcode == proxy_wire.WRITE_OBJ and
+            request.oid & proxy_wire.VDI_BIT)
 
 
 def image_name():
@@ -204,14 +205,14 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
             'vdi', 'read', name, '0', str(len(data)), port=port))
         self.assertEqual(
             [name], [request.name for request in self.proxy.requests(
-                fault_proxy.NEW_VDI)])
-        writes = self.proxy.requests(fault_proxy.CREATE_AND_WRITE_OBJ)
+                proxy_wire.NEW_VDI)])
+        writes = self.proxy.requests(proxy_wire.CREATE_AND_WRITE_OBJ)
         self.assertEqual([0, 1], sorted(request.oid & 0xffffffff
                                         for request in writes))
         self.assertEqual(len(data), sum(len(request.data)
                                         for request in writes))
         self.proxy.add(fault_proxy.forge(fault_proxy.on(
-            fault_proxy.GET_VDI_INFO), fault_proxy.NO_VDI))
+            proxy_wire.GET_VDI_INFO), proxy_wire.NO_VDI))
         code, _out, err = self.sheep.dog('vdi', 'read', name, port=port)
         self.assertNotEqual(0, code)
         self.assertIn(b'No VDI found', err)
@@ -248,7 +249,7 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         # a client that waits for them sees them answered).
         name = image_name()
         forged = self.proxy.add(fault_proxy.forge(nth(3, creates),
-                                                  fault_proxy.EIO))
+                                                  proxy_wire.EIO))
         self.proxy.add(fault_proxy.hold(nth(1, creates), 1.2))
         result = self.add(name, pattern(12))
         self.settle()
@@ -291,7 +292,7 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         data = pattern(2)
         self.assertByteExact(name, data, self.add(name, data))
         held = self.proxy.add(fault_proxy.hold(
-            fault_proxy.on(fault_proxy.DEL_VDI), 5))
+            fault_proxy.on(proxy_wire.DEL_VDI), 5))
         deleted = None
         try:
             self.sd.delete(self.location(name))
@@ -313,7 +314,7 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         data = pattern(2)
         self.assertByteExact(name, data, self.add(name, data))
         held = self.proxy.add(fault_proxy.hold(
-            fault_proxy.on(fault_proxy.DEL_VDI), 8))
+            fault_proxy.on(proxy_wire.DEL_VDI), 8))
         impatient = self.make_store(self.make_conf(
             sheepdog_store_transfer_timeout=4))
         first = None
@@ -350,7 +351,7 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         self.sheep.create_vdi(name, old)
         old_digest = self.sheep.vdi_digest(name)
         reset = self.proxy.add(fault_proxy.reset(
-            fault_proxy.on(fault_proxy.NEW_VDI), forward=True))
+            fault_proxy.on(proxy_wire.NEW_VDI), forward=True))
         data = pattern(2, zero=(0,))
         result = self.add(name, data)
         self.settle()
@@ -375,9 +376,9 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         # either way it succeeds, and once the held copy landed and the
         # image was deleted nothing is left.
         self.use_attempt_names()
-        for fault in (fault_proxy.reset(fault_proxy.on(fault_proxy.NEW_VDI),
+        for fault in (fault_proxy.reset(fault_proxy.on(proxy_wire.NEW_VDI),
                                         forward=True),
-                      fault_proxy.hold(fault_proxy.on(fault_proxy.NEW_VDI),
+                      fault_proxy.hold(fault_proxy.on(proxy_wire.NEW_VDI),
                                        2 * STALL)):
             name = image_name()
             data = pattern(2) + b'end'
@@ -412,7 +413,7 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         third = nth(3, lambda request: request.writes_entries())
         cut = self.proxy.add(fault_proxy.reset(
             lambda request: third(request) or (
-                request.opcode == fault_proxy.DEL_VDI), forward=True))
+                request.opcode == proxy_wire.DEL_VDI), forward=True))
         halting = self.make_store(self.make_conf(
             sheepdog_store_failover_attempts=0,
             sheepdog_store_transfer_timeout=TRANSFER))
@@ -489,8 +490,8 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         sink = self.add_proxy(self.sheep.nodes[2].port, faults=[
             fault_proxy.forge(fault_proxy.on(
                 test=lambda request: request.opcode in (
-                    fault_proxy.CREATE_AND_WRITE_OBJ,
-                    fault_proxy.WRITE_OBJ)), times=None)])
+                    proxy_wire.CREATE_AND_WRITE_OBJ,
+                    proxy_wire.WRITE_OBJ)), times=None)])
         fake = self.add_proxy(self.sheep.nodes[1].port, faults=[
             fault_proxy.node_list([('127.0.0.1', sink.port)])])
         try:
@@ -505,9 +506,9 @@ class InjectedFaultTest(real_base.NativeThreeNodes,
         self.settle()
         self.log_outcome('add: %r; sink connections %d, writes it took %d'
                          % (result, sink.accepted,
-                            len(sink.requests(fault_proxy.WRITE_OBJ)) +
+                            len(sink.requests(proxy_wire.WRITE_OBJ)) +
                             len(sink.requests(
-                                fault_proxy.CREATE_AND_WRITE_OBJ))))
+                                proxy_wire.CREATE_AND_WRITE_OBJ))))
         self.assertEqual(0, sink.accepted)
         if isinstance(result, Exception):
             self.assertIsInstance(result, STORE_ERRORS)
