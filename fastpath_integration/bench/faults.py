@@ -67,6 +67,7 @@ def run(args, report):
     if not clusters.real_available(args, report):
         return
     from fastpath_integration.harness import fault_campaign
+    from fastpath_integration.harness import fault_schedule
     runs = args.faults_runs
     if runs is None:
         runs = 20 if args.quick else 500
@@ -77,7 +78,7 @@ def run(args, report):
                      % (seed, runs))
     try:
         results = fault_campaign.run_seeds(
-            fault_campaign.seeds_of(seed, runs), sys.stderr)
+            fault_schedule.seeds_of(seed, runs), sys.stderr)
     except Exception as exc:
         report.failed(CAMPAIGN, exc)
         return

@@ -54,253 +54,34 @@ nodes. The run is then checked with a new store without the proxy:
 A failing run is reproduced alone with its seed: ``tox -e faults --
 --seed N`` or ``FASTPATH_FAULTS_SEED=N``. ``tox -e faults`` runs
 ``--runs`` runs (CI: 50); the bench's ``faults`` section many more.
+
+This module runs the campaign and is its command line; what a run does
+is drawn in ``fault_schedule`` (every random draw, so that a seed alone
+reproduces a run), the store it drives is made in ``fault_store``, and
+what its outcome means is decided in ``fault_checks``.
 """
 
 from __future__ import print_function
 
 import argparse
-import hashlib
-import io
 import os
 import random
 import signal
 import sys
 import threading
 import time
-import uuid
 
 from oslo_utils import timeutils
 
+from fastpath_integration.harness import fault_checks
 from fastpath_integration.harness import fault_proxy
-from fastpath_integration.harness import proxy_wire
+from fastpath_integration.harness import fault_schedule
+from fastpath_integration.harness import fault_store
 from fastpath_integration.harness import sheep_objects
 from fastpath_integration.harness import sheepdog
 
 SEED_VARIABLE = 'FASTPATH_FAULTS_SEED'
-# 1 MiB objects, the smallest sheep allows (dog cluster format -z 20):
-# an image of a few objects is a few MiB.
-BLOCK_SIZE_SHIFT = 20
-OBJECT_SIZE = 1 << BLOCK_SIZE_SHIFT
-STALL = 1.0
-TRANSFER_TIMEOUT = 8.0
-FAILOVER_ATTEMPTS = 4
 QUIET_TIMEOUT = 60
-# What a proxy fault may pick: every request the client sends for a
-# transfer, the most frequent ones (object writes, inode updates, reads,
-# attributes) more often.
-OPCODES = ((proxy_wire.CREATE_AND_WRITE_OBJ,) * 3 +
-           (proxy_wire.WRITE_OBJ,) * 3 + (proxy_wire.READ_OBJ,) * 2 +
-           (proxy_wire.GET_VDI_ATTR,) * 2 +
-           (proxy_wire.REMOVE_OBJ, proxy_wire.NEW_VDI,
-            proxy_wire.GET_VDI_INFO, proxy_wire.DEL_VDI,
-            proxy_wire.GET_NODE_LIST))
-# Forged results: final errors and results sheep asks to retry. A forged
-# success would be a lying sheep, which no client can see through.
-FORGED = (0x03, 0x05, 0x06, 0x19, 0x82, 0x86, 0x8f)
-
-
-class Image(object):
-    """An upload the campaign asked for, and what became of it."""
-
-    def __init__(self, name, data, known):
-        self.name = name
-        self.data = data
-        self.known = known
-        self.md5 = hashlib.md5(data).hexdigest()
-        self.uri = None
-        self.result = None
-        self.deleted = False
-        self.delete_failed = False
-
-
-class Run(object):
-    """One run's schedule, drawn from its seed alone."""
-
-    def __init__(self, seed):
-        self.seed = seed
-        rng = random.Random(seed)
-        self.write_concurrency = rng.choice((1, 2, 4, 8))
-        self.images = []
-        self.ops = []
-        for number in range(rng.randint(1, 3)):
-            objects = rng.randint(0, 5)
-            tail = rng.choice((0, 0, 1, 4095, OBJECT_SIZE // 2))
-            pieces = []
-            for _index in range(objects):
-                if rng.random() < 0.3:
-                    pieces.append(b'\0' * OBJECT_SIZE)
-                else:
-                    pieces.append(_random_bytes(rng, OBJECT_SIZE))
-            pieces.append(_random_bytes(rng, tail))
-            data = b''.join(pieces)
-            if not data:
-                data = b'x'
-            image = Image(str(uuid.UUID(int=rng.getrandbits(128),
-                                        version=4)),
-                          data, rng.random() < 0.5)
-            self.images.append(image)
-            self.ops.append(('upload', image))
-            for _extra in range(rng.randint(0, 2)):
-                self.ops.append((rng.choice(('download', 'download',
-                                             'delete')),
-                                 rng.choice(self.images)))
-        self.faults = [self._draw_fault(rng)
-                       for _fault in range(rng.randint(1, 3))]
-        if rng.random() < 0.3:
-            self.faults.append(self._draw_sheep_fault(rng))
-
-    @staticmethod
-    def _draw_sheep_fault(rng):
-        # The moment: just before the nth request of an opcode reaches
-        # the proxy's sheep (node 0, or another that the client does not
-        # reach through the proxy).
-        return {'kind': rng.choice(('kill', 'stop')),
-                'node': rng.randint(0, 2), 'opcode': rng.choice(OPCODES),
-                'nth': rng.randint(1, 4),
-                'seconds': round(rng.uniform(0.5, 3.0), 2)}
-
-    @staticmethod
-    def _draw_fault(rng):
-        kind = rng.choice(('hold', 'hold', 'delay', 'reset', 'reset',
-                           'forge'))
-        fault = {'kind': kind, 'opcode': rng.choice(OPCODES),
-                 'nth': rng.randint(1, 4)}
-        if kind == 'hold':
-            fault['seconds'] = round(rng.uniform(0.2, 3.0), 2)
-        elif kind == 'delay':
-            fault['seconds'] = round(rng.uniform(0.2, 2.0), 2)
-        elif kind == 'reset':
-            fault['forward'] = rng.random() < 0.5
-        else:
-            fault['result'] = rng.choice(FORGED)
-        return fault
-
-    def describe(self):
-        ops = ', '.join('%s %s (%d bytes%s)' % (
-            op, image.name[:8], len(image.data),
-            '' if op != 'upload' else
-            ', known size' if image.known else ', unknown size')
-            for op, image in self.ops)
-        return 'write_concurrency %d; %s; faults: %s' % (
-            self.write_concurrency, ops, '; '.join(
-                _describe(fault) for fault in self.faults))
-
-
-def _describe(fault):
-    fault = dict(fault)
-    if 'opcode' in fault:
-        fault['opcode'] = proxy_wire.OPCODES[fault['opcode']]
-    if 'result' in fault:
-        fault['result'] = '0x%02x' % fault['result']
-    return ' '.join('%s=%s' % item for item in sorted(fault.items()))
-
-
-def _random_bytes(rng, size):
-    if not size:
-        return b''
-    return rng.getrandbits(size * 8).to_bytes(size, 'little')
-
-
-class Results(object):
-    """Counts over the runs, and what each failing run found.
-
-    ``silent_corruptions`` counts images (an image read wrong by several
-    downloads and the final check counts once), ``leaks`` runs that left
-    anything (``leaked_*``: what, by census line), the failures
-    operations.
-    """
-
-    def __init__(self):
-        self.runs = 0
-        self.silent_corruptions = 0
-        self.lost_images = 0
-        self.unclear_failures = 0
-        self.leaks = 0
-        # What the leaks were: VDIs, data objects (lines of the census:
-        # one per VDI id) and set attributes.
-        self.leaked_vdis = 0
-        self.leaked_objects = 0
-        self.leaked_attributes = 0
-        # Runs that left objects only on a sheep killed in the run
-        # (``Census.down_leftovers``): sheep's, not counted as leaks.
-        self.down_node_leftovers = 0
-        self.clear_failures = 0
-        self.successes = 0
-        self.failed_runs = []
-
-    @property
-    def passed(self):
-        return self.runs - len(self.failed_runs)
-
-    def as_dict(self):
-        return {'runs': self.runs,
-                'silent_corruptions': self.silent_corruptions,
-                'lost_images': self.lost_images,
-                'unclear_failures': self.unclear_failures,
-                'leaks': self.leaks,
-                'leaked_vdis': self.leaked_vdis,
-                'leaked_objects': self.leaked_objects,
-                'leaked_attributes': self.leaked_attributes,
-                'down_node_leftovers': self.down_node_leftovers,
-                'clear_failures': self.clear_failures,
-                'successes': self.successes,
-                'failed_seeds': [seed for seed, _why in self.failed_runs]}
-
-
-def _store_errors():
-    from glance_store import exceptions
-    return (exceptions.GlanceStoreException, exceptions.BackendException)
-
-
-def make_store(port, entry_points=(), **overrides):
-    """A configured fastsheep store (native client) at 127.0.0.1:port."""
-    from glance_store import backend
-    from oslo_config import cfg
-
-    from glance_store_fastsheep import store
-    conf = cfg.ConfigOpts()
-    conf.register_opts(backend._STORE_OPTS, group='glance_store')
-    conf([], project='glance')
-    store.Store(conf)
-    values = {'sheepdog_store_client': 'native',
-              'sheepdog_store_port': port,
-              'sheepdog_store_addresses': ['127.0.0.1:%d' % entry
-                                           for entry in entry_points],
-              'sheepdog_store_stall_timeout': STALL,
-              'sheepdog_store_transfer_timeout': TRANSFER_TIMEOUT,
-              'sheepdog_store_failover_attempts': FAILOVER_ATTEMPTS}
-    values.update(overrides)
-    for name, value in values.items():
-        conf.set_override(name, value, group='glance_store')
-    sd = store.Store(conf)
-    sd.configure(re_raise_bsc=True)
-    return sd, conf
-
-
-def location(conf, uri):
-    from glance_store import location as glance_location
-
-    from glance_store_fastsheep import store
-    return glance_location.Location('sheepdog', store.StoreLocation, conf,
-                                    uri=uri)
-
-
-def add(sd, name, data, size):
-    from glance_store_fastsheep import store
-    if store.MULTIHASH:
-        return sd.add(name, io.BytesIO(data), size, 'sha512')
-    return sd.add(name, io.BytesIO(data), size)
-
-
-def read(sd, loc):
-    """(md5, length) of what get() yields."""
-    stream, _length = sd.get(loc)
-    digest = hashlib.md5()
-    length = 0
-    for piece in stream:
-        digest.update(piece)
-        length += len(piece)
-    return digest.hexdigest(), length
 
 
 class Campaign(object):
@@ -308,12 +89,12 @@ class Campaign(object):
 
     def __init__(self, out=None):
         self.out = out or sys.stdout
-        self.results = Results()
+        self.results = fault_checks.Results()
         self.cluster = None
 
     def __enter__(self):
         self.cluster = sheepdog.SheepdogCluster(
-            3, 2, block_size_shift=BLOCK_SIZE_SHIFT)
+            3, 2, block_size_shift=fault_schedule.BLOCK_SIZE_SHIFT)
         self.cluster.setUp()
         return self
 
@@ -327,41 +108,37 @@ class Campaign(object):
     # -- one run ------------------------------------------------------------
 
     def run(self, seed):
-        plan = Run(seed)
+        plan = fault_schedule.Schedule(seed)
         self.say('faults: run %d seed %d: %s' % (
             self.results.runs + 1, seed, plan.describe()))
-        findings = []
         # What is left before the run (earlier runs' leftovers on sheep
         # killed then) is not this run's, wherever recovery moves it.
-        baseline = sheep_objects.Census(self.cluster).unaccounted_ids()
+        record = fault_checks.RunRecord(
+            plan, sheep_objects.Census(self.cluster).unaccounted_ids())
         proxy = fault_proxy.FaultProxy(self.cluster.nodes[0].port)
         proxy.setUp()
         self._timers = []
-        # Indexes of the sheep this run killed.
-        self._killed = set()
-        # What only killed sheep held before they came back (_quiet).
-        self._revived = {}
-        # Names of the images found corrupted: each counts once.
-        self._corrupted = set()
         entry_points = [node.port for node in self.cluster.nodes[1:]]
         try:
             try:
-                sd, conf = make_store(
+                sd, conf = fault_store.make_store(
                     proxy.port, entry_points,
                     sheepdog_store_write_concurrency=plan.write_concurrency)
                 for fault in plan.faults:
-                    self._arm(fault, proxy)
-                self._operate(plan, sd, conf, findings)
+                    self._arm(fault, proxy, record)
+                self._operate(record, sd, conf)
             finally:
                 for timer in self._timers:
                     timer.join()
-                self._quiet(proxy)
+                self._quiet(proxy, record)
             # The same glance configuration, the proxy now fault-free:
             # the locations glance holds name the proxy's address.
-            self._check(plan, baseline, findings, proxy.port, entry_points)
+            fault_checks.check_run(self.cluster, record, self.results,
+                                   proxy.port, entry_points, self.say)
         finally:
             proxy.cleanUp()
-        self.results.silent_corruptions += len(self._corrupted)
+        findings = record.findings
+        self.results.silent_corruptions += len(record.corrupted)
         self.results.runs += 1
         if findings:
             self.results.failed_runs.append((seed, findings))
@@ -369,12 +146,12 @@ class Campaign(object):
                 self.say('faults:   seed %d: %s' % (seed, finding))
         return findings
 
-    def _arm(self, fault, proxy):
+    def _arm(self, fault, proxy, record):
         """Install fault; a sheep fault's SIGCONT timers go in timers."""
         match = fault_proxy.on(fault['opcode'], fault['nth'])
         if fault['kind'] in ('kill', 'stop'):
             proxy.add(fault_proxy.trigger(match, lambda _request: (
-                self._sheep_fault(fault))))
+                self._sheep_fault(fault, record))))
         elif fault['kind'] == 'hold':
             proxy.add(fault_proxy.hold(match, fault['seconds']))
         elif fault['kind'] == 'delay':
@@ -384,7 +161,7 @@ class Campaign(object):
         else:
             proxy.add(fault_proxy.forge(match, fault['result']))
 
-    def _sheep_fault(self, fault):
+    def _sheep_fault(self, fault, record):
         """SIGKILL, or SIGSTOP and SIGCONT `seconds` later, of a sheep.
 
         A killed sheep stays down until the quiet period starts it. The
@@ -392,7 +169,7 @@ class Campaign(object):
         """
         node = self.cluster.nodes[fault['node']]
         if fault['kind'] == 'kill':
-            self._killed.add(fault['node'])
+            record.killed.add(fault['node'])
             # Dead before the request goes on; reaped (which waits for
             # its logger) beside it, and joined before the quiet period
             # starts it again.
@@ -409,13 +186,16 @@ class Campaign(object):
         timer.start()
         self._timers.append(timer)
 
-    def _operate(self, plan, sd, conf, findings):
-        errors = _store_errors()
-        for op, image in plan.ops:
+    def _operate(self, record, sd, conf):
+        """Run the schedule's operations, each failure counted as it is."""
+        findings = record.findings
+        errors = fault_store.store_errors()
+        for op, image in record.schedule.ops:
             try:
                 if op == 'upload':
                     size = len(image.data) if image.known else 0
-                    result = add(sd, image.name, image.data, size)
+                    result = fault_store.add(sd, image.name, image.data,
+                                             size)
                     image.uri, image.result = result[0], result[1:3]
                     if image.result != (len(image.data), image.md5):
                         findings.append(
@@ -423,12 +203,13 @@ class Campaign(object):
                             'the data is (%d, %s)' % (
                                 image.name, image.result, len(image.data),
                                 image.md5))
-                        self._corrupted.add(image.name)
+                        record.corrupted.add(image.name)
                     self.results.successes += 1
                 elif image.uri is None or image.deleted:
                     continue
                 elif op == 'download':
-                    got = read(sd, location(conf, image.uri))
+                    got = fault_store.read(
+                        sd, fault_store.location(conf, image.uri))
                     if got != (image.md5, len(image.data)):
                         findings.append(
                             'silent corruption: download of %s%s gave %r, '
@@ -436,10 +217,10 @@ class Campaign(object):
                                 image.name, ' after a failed delete'
                                 if image.delete_failed else '', got,
                                 image.md5, len(image.data)))
-                        self._corrupted.add(image.name)
+                        record.corrupted.add(image.name)
                     self.results.successes += 1
                 else:
-                    sd.delete(location(conf, image.uri))
+                    sd.delete(fault_store.location(conf, image.uri))
                     image.deleted = True
                     self.results.successes += 1
             except errors as exc:
@@ -461,7 +242,7 @@ class Campaign(object):
                 if op == 'delete':
                     image.delete_failed = True
 
-    def _quiet(self, proxy):
+    def _quiet(self, proxy, record):
         """Resume, restart and wait until nothing is held or moving."""
         for node in self.cluster.nodes:
             if node.running:
@@ -472,94 +253,14 @@ class Campaign(object):
         proxy.clear()
         # What only the killed sheep hold, read from their stores before
         # they come back: recovery may copy it to the others.
-        self._revived = sheep_objects.Census(self.cluster).revived(
-            self._killed)
+        record.revived = sheep_objects.Census(self.cluster).revived(
+            record.killed)
         for node in self.cluster.nodes:
             if not node.running:
                 node.kill()  # reaps it, if not reaped yet
                 node.start()
         self.cluster.wait_until_running(60)
         wait_for_recovery(self.cluster)
-
-    def _check(self, plan, baseline, findings, port, entry_points):
-        from glance_store import exceptions
-        errors = _store_errors()
-        sd, conf = make_store(port, entry_points)
-        live = []
-        for image in plan.images:
-            if image.uri is None or image.deleted:
-                continue
-            loc = location(conf, image.uri)
-            # The VDI's name is the upload attempt's (store.vdi_name).
-            vdi = loc.store_location.image
-            live.append(vdi)
-            want = (image.md5, len(image.data))
-            try:
-                size = sd.get_size(loc)
-                got = read(sd, loc)
-                dog = self.cluster.vdi_digest(vdi)
-            except errors as exc:
-                if not image.delete_failed:
-                    findings.append('lost image: %s (uploaded, never '
-                                    'deleted) cannot be read: %s'
-                                    % (image.name, exc))
-                    self.results.lost_images += 1
-                continue
-            except sheepdog.ClusterError as exc:
-                if not image.delete_failed:
-                    findings.append('lost image: dog cannot read %s: %s'
-                                    % (image.name, exc))
-                    self.results.lost_images += 1
-                continue
-            if size != len(image.data) or got != want or dog != want:
-                findings.append(
-                    'silent corruption: %s (%s) reads back as size %d, '
-                    'get %r, dog %r; upload returned %r' % (
-                        image.name, 'delete failed' if image.delete_failed
-                        else 'active', size, got, dog, image.result))
-                self._corrupted.add(image.name)
-        census = sheep_objects.Census(self.cluster)
-        leaked = set(census.leaks(live, self._killed, baseline,
-                                  self._revived))
-        left = set(census.down_leftovers(live, self._killed, baseline,
-                                         self._revived))
-        # The run's images go: a delete that failed is retried here.
-        for image in plan.images:
-            if image.uri is None or image.deleted:
-                continue
-            try:
-                sd.delete(location(conf, image.uri))
-            except exceptions.NotFound:
-                # An earlier delete's DEL_VDI that landed after it gave
-                # up: glance's delete takes NotFound as done, and the
-                # census below counts what it may have left.
-                if not image.delete_failed:
-                    findings.append('lost image: %s (never deleted) was '
-                                    'gone after the quiet period'
-                                    % image.name)
-                    self.results.lost_images += 1
-            except errors as exc:
-                findings.append('delete of %s after the quiet period failed:'
-                                ' %s' % (image.name, exc))
-        census = sheep_objects.Census(self.cluster)
-        leaked |= set(census.leaks(down=self._killed, known=baseline,
-                                   revived=self._revived))
-        left |= set(census.down_leftovers(down=self._killed, known=baseline,
-                                          revived=self._revived))
-        if left:
-            self.results.down_node_leftovers += 1
-            for line in sorted(left):
-                self.say('faults:   seed %d: left on a sheep killed in the '
-                         'run (sheep keeps it; not a leak): %s'
-                         % (plan.seed, line))
-        if leaked:
-            self.results.leaks += 1
-            for line in leaked:
-                kind = ('leaked_attributes' if line.startswith('attribute')
-                        else 'leaked_vdis' if line.startswith('VDI')
-                        else 'leaked_objects')
-                setattr(self.results, kind, getattr(self.results, kind) + 1)
-            findings.extend('leak: %s' % line for line in sorted(leaked))
 
 
 def wait_for_recovery(cluster, timeout=60):
@@ -580,11 +281,6 @@ def run_seeds(seeds, out=None):
         for seed in seeds:
             campaign.run(seed)
         return campaign.results
-
-
-def seeds_of(campaign_seed, runs):
-    rng = random.Random(campaign_seed)
-    return [rng.randrange(1 << 32) for _run in range(runs)]
 
 
 def main(argv=None):
@@ -619,7 +315,7 @@ def main(argv=None):
             campaign_seed = random.SystemRandom().randrange(1 << 32)
         print('faults: campaign seed %d, %d runs (a run alone: --seed N)'
               % (campaign_seed, args.runs))
-        seeds = seeds_of(campaign_seed, args.runs)
+        seeds = fault_schedule.seeds_of(campaign_seed, args.runs)
     started = timeutils.now()
     results = run_seeds(seeds)
     print('faults: %s in %.0fs' % (
