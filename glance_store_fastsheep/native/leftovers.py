@@ -150,9 +150,10 @@ def clean_up(writer):
         if writer.vdi is None:
             # Created, but its inode could not be read then.
             writer.vdi = current
-        if not _delete(writer, session) and writer.created:
+        sent = sorted(writer.created)
+        if not _delete(writer, session, sent) and sent:
             deletion.remove_unrecorded(session, writer.name, writer.vdi,
-                                       sorted(writer.created))
+                                       sent)
         LOG.info('Deleted the partial sheepdog image %s', writer.name)
         if writer.abandoned:
             LOG.warning('Writes of the partial sheepdog image %s (vdi '
@@ -170,18 +171,17 @@ def clean_up(writer):
         session.close()
 
 
-def _delete(writer, session):
+def _delete(writer, session, sent):
     """Delete the attempt's VDI, tried again on a final error.
 
     A delete that stopped anywhere is finished by the next one
     (``deletion.delete``), and the attempt's name is its own
     (``store.vdi_name``): trying again cannot reach another VDI.
-    Each is given the indexes the upload sent, for its sweep. Returns
-    True once one finished, False on NotFound: the name is gone (an
-    earlier try's DEL_VDI that landed late, or someone else's delete,
-    whose sweep did not know the upload's objects).
+    Each is given sent, the indexes the upload sent (ascending), for
+    its sweep. Returns True once one finished, False on NotFound: the
+    name is gone (an earlier try's DEL_VDI that landed late, or someone
+    else's delete, whose sweep did not know the upload's objects).
     """
-    sent = sorted(writer.created)
     for attempt in range(1, markers.REMOVAL_TRIES + 1):
         try:
             deletion.delete(session, writer.name, sent=sent)
