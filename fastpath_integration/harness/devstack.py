@@ -17,7 +17,7 @@ import fixtures
 
 from fastpath_integration.harness import host
 from fastpath_integration.harness import processes
-from fastpath_integration.harness import sheepdog as sheepdog_cluster
+from fastpath_integration.harness import sheep_processes
 from fastpath_integration.harness import venvs
 
 LOG = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def write_ini(path, settings):
 PRIVATE_LOCKS = [
     'unshare', '--mount', '--propagation', 'private', 'sh', '-c',
     'mkdir -p {0} && mount -t tmpfs sheepdog-locks {0} && exec "$@"'.format(
-        sheepdog_cluster.LOCK_DIR), 'private-locks']
+        sheep_processes.LOCK_DIR), 'private-locks']
 
 
 class DevstackCluster(fixtures.Fixture):
