@@ -90,25 +90,30 @@ def monotonic():
         return clock.monotonic()
 
 
-def run(function, params, python=None, env=None, timeout=1800):
+def run(function, params, python=None, env=None, timeout=1800, path=None):
     """function(params) in a worker child; its result.
 
     ``python`` is another interpreter (the Pike 2.7 venv's). The tree
     under test comes first on the child's PYTHONPATH, on either, so that
-    it is what runs. A worker that fails raises RuntimeError with its
-    stderr's tail. The launcher's side: Python 3 only.
+    it is what runs; ``path`` (a list of directories) comes first instead,
+    for a row that runs another tree's code (the revision section's), and
+    the child starts in path[0]: ``python -m`` puts its working directory
+    (the bench's: this tree) ahead of PYTHONPATH. A worker that fails
+    raises RuntimeError with its stderr's tail. The launcher's side:
+    Python 3 only.
     """
     import subprocess  # not at the top: the child patches it first
     child_env = dict(os.environ, **(env or {}))
     if python:
         child_env.pop('VIRTUAL_ENV', None)
     child_env['PYTHONPATH'] = os.pathsep.join(
-        [TOPDIR] + [p for p in [child_env.get('PYTHONPATH')] if p])
+        (path or [TOPDIR]) + [p for p in [child_env.get('PYTHONPATH')] if p])
     target = '%s:%s' % (function.__module__, function.__name__)
     proc = subprocess.run(
         [python or sys.executable, '-m', 'fastpath_integration.bench.workers',
          target],
         input=json.dumps(params).encode(), env=child_env,
+        cwd=path[0] if path else None,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     if proc.returncode:
         raise RuntimeError('worker %s failed (exit %d):\n%s' % (
