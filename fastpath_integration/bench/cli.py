@@ -13,8 +13,9 @@
 
 ``python -m fastpath_integration.bench`` (``tox -e bench``): the command
 line, with each section's own options (its ``add_arguments(parser)``),
-then every section asked for, in the order of ``SECTIONS``, into one
-report; doc/source/contributor/bench.rst says how to add a section.
+then every section asked for, in the order of ``SECTIONS`` (then
+``ON_REQUEST``), into one report; doc/source/contributor/bench.rst says
+how to add a section.
 """
 
 import argparse
@@ -30,6 +31,9 @@ from fastpath_integration.bench import runner
 
 SECTIONS = ('sheepdog', 'readahead', 'metriccache', 'fnmatch', 'services',
             'real', 'concurrent', 'failover', 'faults', 'api26')
+# Sections that run when --only names them or their module's
+# requested(args) says the run asked for them (an option of theirs).
+ON_REQUEST = ('revision',)
 
 
 def main(argv=None):
@@ -46,23 +50,21 @@ def main(argv=None):
     parser.add_argument('--quick', action='store_true',
                         help='small sizes and few repeats')
     parser.add_argument('--only', default='', help='comma-separated '
-                        'sections: %s' % ', '.join(SECTIONS))
+                        'sections: %s' % ', '.join(SECTIONS + ON_REQUEST))
     parser.add_argument('--strict', action='store_true',
                         help='exit 1 when a ratio misses its target')
     modules = [importlib.import_module('fastpath_integration.bench.' + name)
-               for name in SECTIONS]
+               for name in SECTIONS + ON_REQUEST]
     for module in modules:
         getattr(module, 'add_arguments', lambda parser: None)(parser)
     args = parser.parse_args(argv)
     args.size_bytes = runner.parse_size(args.size)
-    wanted = set(filter(None, args.only.split(','))) or set(SECTIONS)
-    if wanted - set(SECTIONS):
-        parser.error('unknown section(s): %s'
-                     % ', '.join(sorted(wanted - set(SECTIONS))))
+    try:
+        chosen = sections(args, modules)
+    except ValueError as exc:
+        parser.error(str(exc))
     results = runner.Report()
     started = time.time()
-    chosen = [(name, module) for name, module in zip(SECTIONS, modules)
-              if name in wanted]
     results.progress = progress.Progress(sum(
         len(table.rows) for _name, module in chosen
         for table in _tables(module)))
@@ -92,6 +94,34 @@ def main(argv=None):
     if missed:
         sys.stderr.write('bench: targets missed: %s\n' % ', '.join(missed))
     return 1 if missed and args.strict else 0
+
+
+def sections(args, modules):
+    """(name, module) of each section the run asks for, in run order.
+
+    ``--only``'s; without it, every one of ``SECTIONS`` and those of
+    ``ON_REQUEST`` whose ``requested(args)`` is true; ``--only`` naming
+    one of ``ON_REQUEST`` whose option is not given is an error (a
+    ValueError, as an unknown name is). modules: the sections' modules,
+    in the order of ``SECTIONS + ON_REQUEST``.
+    """
+    names = SECTIONS + ON_REQUEST
+    wanted = set(filter(None, args.only.split(','))) or set(SECTIONS) | set(
+        name for name, module in zip(names, modules)
+        if name in ON_REQUEST and module.requested(args))
+    if wanted - set(names):
+        raise ValueError('unknown section(s): %s' % ', '.join(
+            sorted(wanted - set(names))))
+    chosen = [(name, module) for name, module in zip(names, modules)
+              if name in wanted]
+    # Without its option such a section has nothing to measure, and its
+    # targets would read as missed.
+    idle = [name for name, module in chosen
+            if name in ON_REQUEST and not module.requested(args)]
+    if idle:
+        raise ValueError('section(s) %s need their option: see --help'
+                         % ', '.join(idle))
+    return chosen
 
 
 def _tables(module):
