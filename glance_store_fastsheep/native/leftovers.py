@@ -141,7 +141,7 @@ def clean_up(writer):
         session.cluster.membership.parking.settle(writer.vid, writer.name)
         if writer.vid is None and not _find_created(writer, session):
             return
-        current = vdi_ops.look_up(session, writer.name)
+        current = _tried(writer, vdi_ops.look_up, session, writer.name)
         if current.vid != writer.vid:
             LOG.error('Sheepdog image %s is no longer the VDI this '
                       'upload created (%x, now %x); left alone',
@@ -172,22 +172,38 @@ def clean_up(writer):
 
 
 def _delete(writer, session, sent):
-    """Delete the attempt's VDI, tried again on a final error.
+    """Delete the attempt's VDI; True once done, False on NotFound.
 
     A delete that stopped anywhere is finished by the next one
     (``deletion.delete``), and the attempt's name is its own
-    (``store.vdi_name``): trying again cannot reach another VDI.
-    Each is given sent, the indexes the upload sent (ascending), for
-    its sweep. Returns True once one finished, False on NotFound: the
-    name is gone (an earlier try's DEL_VDI that landed late, or someone
-    else's delete, whose sweep did not know the upload's objects).
+    (``store.vdi_name``): trying again (``_tried``) cannot reach another
+    VDI. It is given sent, the indexes the upload sent (ascending), for
+    its sweep. NotFound: the name is gone (an earlier try's DEL_VDI that
+    landed late, or someone else's delete, whose sweep did not know the
+    upload's objects).
+    """
+    try:
+        _tried(writer, deletion.delete, session, writer.name, sent=sent)
+        return True
+    except exceptions.NotFound:
+        return False
+
+
+def _tried(writer, call, *args, **kwargs):
+    """call(*args, **kwargs), tried again on a final error.
+
+    The clean-up's look-up and delete are idempotent, and a final error
+    (an EIO, a system error or a halt of one sheep, a gateway killed
+    meanwhile) is often not the next one's. Given up after one, the
+    attempt's VDI, not yet marked when the upload failed before its
+    marker was set, stays under a name nothing uses again.
+    NotFound is an answer, not an error: it is raised at once.
     """
     for attempt in range(1, markers.REMOVAL_TRIES + 1):
         try:
-            deletion.delete(session, writer.name, sent=sent)
-            return True
+            return call(*args, **kwargs)
         except exceptions.NotFound:
-            return False
+            raise
         except exceptions.BackendException as exc:
             if attempt == markers.REMOVAL_TRIES:
                 raise

@@ -207,9 +207,9 @@ def marker_oid(name, key):
 
 
 # Tries remove_markers gives each marker's object, and a failed upload's
-# clean-up the deletion of its VDI (write.Writer.clean_up): both are
-# idempotent, and a final error (an EIO or a system error of one sheep,
-# a gateway killed meanwhile) is often not the next one's.
+# clean-up the look-up and the deletion of its VDI (leftovers.clean_up):
+# all are idempotent, and a final error (an EIO or a system error of one
+# sheep, a gateway killed meanwhile) is often not the next one's.
 REMOVAL_TRIES = 3
 
 
