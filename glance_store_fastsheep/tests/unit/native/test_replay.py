@@ -232,15 +232,15 @@ class ReplayTest(native_base.FailoverClientTestCase):
         self.assertEqual(2, removals.count(markers_removed[0]))
         self.assertNothingLeft()
 
-    def test_failed_upload_whose_look_up_failed_once_is_removed(self):
-        # The upload fails on a final error; the first GET_VDI_INFO, its
-        # clean-up's look-up of the attempt's VDI, meets another (campaign
-        # seed 1699823056: a forged SD_RES_HALT left the VDI, unmarked,
-        # under a name nothing uses again). The next try finds and
-        # deletes it.
+    def assert_failed_upload_removed_after(self, reply_fault):
+        """An upload fails on a final error; its clean-up meets another.
+
+        reply_fault is the clean-up's request that meets it; the next
+        try of that request goes through and the VDI is deleted.
+        """
         vid = self.first.next_vid
         self.first.write_results[proto.data_oid(vid, 1)] = 0x06
-        self.first.reply_fault = (proto.OP_GET_VDI_INFO, 1, 'halt')
+        self.first.reply_fault = reply_fault
         self.assertRaises(exceptions.BackendException, self.write,
                           os.urandom(3 * OBJECT))
         self.assertEqual([], [name for name, _snap in self.first.images])
@@ -249,16 +249,13 @@ class ReplayTest(native_base.FailoverClientTestCase):
         self.assertIn('trying again', self.log.output)
         self.assertNothingLeft()
 
+    def test_failed_upload_whose_look_up_failed_once_is_removed(self):
+        # The first GET_VDI_INFO is the clean-up's look-up of the
+        # attempt's VDI (campaign seed 1699823056: a forged SD_RES_HALT
+        # left the VDI, unmarked, under a name nothing uses again).
+        self.assert_failed_upload_removed_after(
+            (proto.OP_GET_VDI_INFO, 1, 'halt'))
+
     def test_failed_upload_whose_delete_failed_once_is_removed(self):
-        # The upload fails on a final error; its clean-up's DEL_VDI
-        # meets another. The attempt's VDI is deleted by the next try.
-        vid = self.first.next_vid
-        self.first.write_results[proto.data_oid(vid, 1)] = 0x06
-        self.first.reply_fault = (proto.OP_DEL_VDI, 1, 'halt')
-        self.assertRaises(exceptions.BackendException, self.write,
-                          os.urandom(3 * OBJECT))
-        self.assertEqual([], [name for name, _snap in self.first.images])
-        self.assertEqual({}, self.first.objects)
-        self.assertEqual({}, self.first.attrs)
-        self.assertIn('trying again', self.log.output)
-        self.assertNothingLeft()
+        self.assert_failed_upload_removed_after(
+            (proto.OP_DEL_VDI, 1, 'halt'))
